@@ -1,0 +1,124 @@
+"""The public Python surface: load_model() and the Model it returns."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from jaxeval.engine.backend import ReadResult
+from jaxeval.engine.read import read as engine_read
+from jaxeval.errors import CheckpointError, ConfigError
+from jaxeval.models.attention import BACKENDS
+from jaxeval.models.checkpoint import TOKENIZER_FILES, is_jaxeval_checkpoint, load_checkpoint_params
+from jaxeval.models.config import ModelConfig, load_hf_config
+from jaxeval.models.decoder import Decoder
+from jaxeval.models.hf_weights import load_hf_params
+
+DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+
+
+@dataclasses.dataclass
+class Model:
+    """A loaded model: the Flax NNX module, its tokenizer (optional) and the jitted read."""
+
+    module: Decoder
+    tokenizer: object | None
+    path: str
+    dtype: str
+    fingerprint: str  # identifies weights + config + dtype (journals key results on it)
+    attention: str = "chunked"
+    prefill_chunk: int = 2048
+
+    def __post_init__(self):
+        self._params = self.module.params()
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.module.config
+
+    @property
+    def max_length(self) -> int:
+        """Longest text read(): its last token is only predicted, so it needs no position of its own."""
+        return self.config.max_position_embeddings + 1
+
+    def read(self, ids, positions, tokens) -> ReadResult:
+        """Teacher-forced read; see jaxeval.engine.backend.ReadBackend.read."""
+        return engine_read(self._params, self.config, ids, positions, tokens, backend=self.attention,
+                           prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype])
+
+
+def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
+               prefill_chunk: int = 2048, load_tokenizer: bool = True) -> Model:
+    """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online)."""
+    if dtype not in DTYPES:
+        raise ConfigError(f"dtype={dtype!r} is not supported (choose {', '.join(DTYPES)})")
+    if attention not in BACKENDS:
+        raise ConfigError(f"attention={attention!r} is not supported (choose {', '.join(BACKENDS)})")
+    folder = resolve_model_path(path)
+    config = load_hf_config(folder)
+    np_dtype = np.dtype(jnp.dtype(DTYPES[dtype]))
+    if is_jaxeval_checkpoint(folder):
+        params = load_checkpoint_params(folder, config, DTYPES[dtype])
+    else:
+        params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype))
+    module = build_module(config, params, dtype)
+    tokenizer = load_tokenizer_from(folder) if load_tokenizer else None
+    return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
+                 fingerprint=fingerprint(folder, dtype), attention=attention, prefill_chunk=prefill_chunk)
+
+
+def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:
+    """An NNX Decoder holding `params` (no random initialisation is run)."""
+    module = nnx.eval_shape(lambda: Decoder(config, dtype=DTYPES[dtype], rngs=nnx.Rngs(0)))
+    state = nnx.state(module, nnx.Param)
+    nnx.replace_by_pure_dict(state, params)
+    nnx.update(module, state)
+    return module
+
+
+def resolve_model_path(path: str | Path) -> Path:
+    folder = Path(path)
+    if folder.is_dir():
+        return folder
+    text = str(path)
+    if folder.exists() or text.startswith((".", "/", "~")) or text.count("/") != 1:
+        raise CheckpointError(f"{path}: not a model folder (expected config.json with safetensors or a jaxeval "
+                              "Orbax checkpoint)")
+    try:  # a hub id such as "Qwen/Qwen3-0.6B": fetch only what jaxeval reads (never torch weights)
+        from huggingface_hub import snapshot_download
+        return Path(snapshot_download(text, allow_patterns=["*.json", "*.safetensors", "tokenizer*", "*.jinja",
+                                                              "*.txt", "*.model"]))
+    except Exception as e:
+        raise CheckpointError(f"{path}: not a local folder, and fetching it from the Hugging Face hub failed "
+                              f"({type(e).__name__}: {e})") from None
+
+
+def load_tokenizer_from(folder: Path):
+    """The folder's tokenizer through transformers, or None when the folder has no tokenizer files."""
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES[:5]):
+        return None
+    from transformers import AutoTokenizer
+    try:
+        return AutoTokenizer.from_pretrained(str(folder))
+    except Exception as e:
+        raise CheckpointError(f"{folder}: tokenizer files present but unreadable ({type(e).__name__}: {e})") from None
+
+
+def fingerprint(folder: Path, dtype: str) -> str:
+    """Hash of config.json, the weight files' names, sizes and header bytes, and the dtype."""
+    h = hashlib.sha256(dtype.encode())
+    h.update((folder / "config.json").read_bytes())
+    weight_files = sorted(list(folder.glob("*.safetensors")) + list((folder / "params").rglob("*")))
+    for f in weight_files:
+        if f.is_file():
+            h.update(f"{f.relative_to(folder)}:{f.stat().st_size}".encode())
+            with open(f, "rb") as fh:
+                h.update(fh.read(1 << 16))
+    return h.hexdigest()[:16]

@@ -1,0 +1,115 @@
+"""Teacher-forced reads: chunked prefill with a KV cache, then a float32 head at the read positions only.
+
+Never materialises [sequence, vocab]: the trunk runs chunk by chunk (a jitted step per length
+bucket, reused for every chunk), the final hidden states of the read positions are gathered as
+each chunk passes, and the LM head projects only those rows, in blocks, in float32.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxeval.engine.backend import ReadResult
+from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
+from jaxeval.errors import InputTooLongError
+from jaxeval.models.config import ModelConfig
+from jaxeval.models.decoder import embed_tokens, final_logits, run_layers
+
+HEAD_ROWS = 64  # rows of the LM head projected at once: [64, vocab] float32 at a time
+
+
+@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1, 2, 5))
+def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at, *, config, backend):
+    """Run one chunk through all layers, write its K/V, keep the final states wanted by gather_at.
+
+    cache_k, cache_v [L, 1, S, KV, hd]; chunk_ids int [1, C]; start int scalar;
+    hidden [K, D] (accumulated); gather_at int [K]: absolute positions whose output is wanted.
+    """
+    c = chunk_ids.shape[1]
+    x = embed_tokens(params, config, chunk_ids)
+    x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start, backend)
+    cache_k = jax.lax.dynamic_update_slice_in_dim(cache_k, k_new.astype(cache_k.dtype), start, axis=2)
+    cache_v = jax.lax.dynamic_update_slice_in_dim(cache_v, v_new.astype(cache_v.dtype), start, axis=2)
+    local = gather_at - start
+    inside = (local >= 0) & (local < c)
+    rows = x[0, jnp.clip(local, 0, c - 1)]
+    return cache_k, cache_v, jnp.where(inside[:, None], rows.astype(hidden.dtype), hidden)
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def read_head(params, hidden, tokens, *, config):
+    """hidden [K, D], tokens int [K, C] -> top-1 int32 [K], log-probs float32 [K, C]."""
+    k, d = hidden.shape
+    rows = min(HEAD_ROWS, k)
+
+    def block(args):
+        h, t = args
+        logits = final_logits(params, config, h)  # [rows, V] float32
+        lse = jax.nn.logsumexp(logits, axis=-1, keepdims=True)
+        top1 = jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        return top1, jnp.take_along_axis(logits, t, axis=-1) - lse
+
+    top1, logprobs = jax.lax.map(block, (hidden.reshape(k // rows, rows, d), tokens.reshape(k // rows, rows, -1)))
+    return top1.reshape(k), logprobs.reshape(k, -1)
+
+
+def check_read_request(ids, positions, tokens, vocab_size: int):
+    """Validate and normalise a read request -> (ids int32 [T], positions int32 [K], tokens int32 [K, C])."""
+    ids = np.asarray(ids)
+    positions = np.asarray(positions)
+    tokens = np.asarray(tokens)
+    if ids.ndim != 1 or ids.size < 2 or not np.issubdtype(ids.dtype, np.integer):
+        raise ValueError(f"read: ids must be a 1-D integer array of length >= 2, got shape {ids.shape} {ids.dtype}")
+    if positions.ndim != 1 or positions.size == 0 or not np.issubdtype(positions.dtype, np.integer):
+        raise ValueError(f"read: positions must be a non-empty 1-D integer array, got shape {positions.shape}")
+    bad = positions[(positions < 1) | (positions >= ids.size)]
+    if bad.size:
+        raise ValueError(f"read: position {int(bad[0])} is outside [1, {ids.size}) (position 0 has no prediction)")
+    if tokens.ndim == 1:
+        tokens = tokens[:, None]
+    if tokens.ndim != 2 or tokens.shape[0] != positions.size:
+        raise ValueError(f"read: tokens must be [K] or [K, C] with K={positions.size}, got shape {tokens.shape}")
+    for name, arr in (("ids", ids), ("tokens", tokens)):
+        out = arr[(arr < 0) | (arr >= vocab_size)]
+        if out.size:
+            raise ValueError(f"read: {name} holds token id {int(out[0])} outside the vocabulary [0, {vocab_size})")
+    return ids.astype(np.int32), positions.astype(np.int32), tokens.astype(np.int32)
+
+
+def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunked", prefill_chunk_len=2048,
+         dtype=jnp.float32) -> ReadResult:
+    """Teacher-forced read of one sequence: see jaxeval.engine.backend.ReadBackend.read."""
+    one_token_each = np.ndim(tokens) == 1
+    ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)
+    n_inputs = int(positions.max())  # the last input needed is ids[max(p) - 1]
+    if n_inputs > config.max_position_embeddings:
+        raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's max_position_embeddings="
+                                f"{config.max_position_embeddings}")
+    bucket = length_bucket(n_inputs)
+    chunk = chunk_size(bucket, prefill_chunk_len)
+    k = positions.size
+    k_pad = count_bucket(k)
+
+    padded_ids = np.zeros((1, bucket), np.int32)
+    padded_ids[0, :n_inputs] = ids[:n_inputs]
+    gather_at = np.full((k_pad,), -1, np.int32)
+    gather_at[:k] = positions - 1
+    padded_tokens = np.zeros((k_pad, tokens.shape[1]), np.int32)
+    padded_tokens[:k] = tokens
+
+    cache_shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
+    cache_k, cache_v = jnp.zeros(cache_shape, dtype), jnp.zeros(cache_shape, dtype)
+    hidden = jnp.zeros((k_pad, config.hidden_size), dtype)
+    gather_at = jnp.asarray(gather_at)
+    for start in range(0, n_inputs, chunk):
+        cache_k, cache_v, hidden = prefill_chunk(
+            params, cache_k, cache_v, jnp.asarray(padded_ids[:, start:start + chunk]), jnp.int32(start), hidden,
+            gather_at, config=config, backend=backend)
+    del cache_k, cache_v
+    top1, logprobs = read_head(params, hidden, jnp.asarray(padded_tokens), config=config)
+    top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]
+    return ReadResult(top1=top1, logprobs=logprobs[:, 0] if one_token_each else logprobs)

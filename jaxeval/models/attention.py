@@ -1,0 +1,95 @@
+"""Causal attention backends behind one signature.
+
+attend(q [B,T,H,hd], k [B,S,KV,hd], v [B,S,KV,hd], q_start, window, scale, softcap) -> [B,T,H,hd]
+Query t sits at absolute position q_start + t, key s at position s; a query sees keys with
+s <= q and, when window > 0, q - s < window. Scores and softmax are float32.
+
+- xla: the reference; materialises [T, S] scores. Differentiable (used for training).
+- chunked: blockwise online softmax; key blocks that are fully masked (beyond the causal
+  diagonal or before the sliding window) are never computed. The CPU and fallback path.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)
+BACKENDS = ("xla", "chunked")
+
+
+def _scores(q, k, scale, softcap):
+    """q [B,T,KV,G,hd], k [B,S,KV,hd] -> float32 [B,KV,G,T,S]."""
+    s = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32) * scale
+    if softcap:
+        s = jnp.tanh(s / softcap) * softcap
+    return s
+
+
+def _visible(q_pos, k_pos, window):
+    """bool [T, S]."""
+    diff = q_pos[:, None] - k_pos[None, :]
+    return (diff >= 0) & ((window <= 0) | (diff < window))
+
+
+def _group(q, num_kv):
+    b, t, h, d = q.shape
+    return q.reshape(b, t, num_kv, h // num_kv, d)
+
+
+def xla_attention(q, k, v, q_start, window, scale, softcap=None):
+    b, t, h, d = q.shape
+    qg = _group(q, k.shape[2])
+    s = _scores(qg, k, scale, softcap)
+    q_pos = q_start + jnp.arange(t)
+    s = jnp.where(_visible(q_pos, jnp.arange(k.shape[1]), window), s, MASK_VALUE)
+    p = jax.nn.softmax(s, axis=-1)
+    out = jnp.einsum("bkgts,bskd->btkgd", p.astype(v.dtype), v, preferred_element_type=jnp.float32)
+    return out.reshape(b, t, h, d).astype(q.dtype)
+
+
+def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=512, block_k=512):
+    b, t, h, d = q.shape
+    s_len, num_kv = k.shape[1], k.shape[2]
+    bq, bk = min(block_q, t), min(block_k, s_len)
+    if t % bq or s_len % bk:
+        raise ValueError(f"chunked attention needs T={t} and S={s_len} to be multiples of {bq} and {bk}")
+    q_blocks = _group(q, num_kv).reshape(b, t // bq, bq, num_kv, h // num_kv, d).swapaxes(0, 1)
+
+    def one_query_block(args):
+        i, qb = args  # qb [B, bq, KV, G, hd]
+        q_pos = q_start + i * bq + jnp.arange(bq)
+        first = jnp.where(window > 0, jnp.maximum(q_pos[0] - window + 1, 0), 0) // bk
+        last = jnp.minimum(q_pos[-1] // bk + 1, s_len // bk)
+
+        def key_block(j, carry):
+            m, l, acc = carry
+            kb = jax.lax.dynamic_slice_in_dim(k, j * bk, bk, axis=1)
+            vb = jax.lax.dynamic_slice_in_dim(v, j * bk, bk, axis=1)
+            s = _scores(qb, kb, scale, softcap)
+            s = jnp.where(_visible(q_pos, j * bk + jnp.arange(bk), window), s, MASK_VALUE)
+            m_new = jnp.maximum(m, s.max(axis=-1))
+            p = jnp.exp(s - m_new[..., None])
+            alpha = jnp.exp(m - m_new)
+            pv = jnp.einsum("bkgts,bskd->bkgtd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)
+            return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
+
+        shape = (b, num_kv, h // num_kv, bq)
+        init = (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
+                jnp.zeros(shape + (d,), jnp.float32))
+        m, l, acc = jax.lax.fori_loop(first, last, key_block, init)
+        out = acc / l[..., None]  # [B, KV, G, bq, hd]
+        return out.transpose(0, 3, 1, 2, 4).reshape(b, bq, h, d)
+
+    out = jax.lax.map(one_query_block, (jnp.arange(t // bq), q_blocks))  # [nq, B, bq, H, hd]
+    return out.swapaxes(0, 1).reshape(b, t, h, d).astype(q.dtype)
+
+
+def get_attention(backend: str):
+    if backend == "xla":
+        return xla_attention
+    if backend == "chunked":
+        return chunked_attention
+    raise ValueError(f"unknown attention backend {backend!r} (available: {', '.join(BACKENDS)})")

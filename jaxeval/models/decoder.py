@@ -1,0 +1,168 @@
+"""One decoder for every supported family: Flax NNX parameters, layers stacked and scanned.
+
+The module holds the parameters; the computation lives in pure functions over a plain dict of
+arrays (`params = model.params()`), so the engine can jit them with explicit shardings and the
+compile cost does not grow with depth (one scanned layer body).
+
+Parameter shapes (L layers, D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab):
+  embed [V, D]; lm_head [D, V] unless tied; final_norm [D]
+  layers/: attn_norm, mlp_norm [L, D]; wq [L, D, H, hd]; wk, wv [L, D, KV, hd];
+           wo [L, H, hd, D]; w_gate, w_up [L, D, F]; w_down [L, F, D]
+           optional: bq [L, H, hd], bk, bv [L, KV, hd]; q_norm, k_norm [L, hd];
+           post_attn_norm, post_mlp_norm [L, D] (Gemma sandwich norms)
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from jaxeval.models.attention import get_attention
+from jaxeval.models.config import ModelConfig
+from jaxeval.models.rope import apply_rope, layer_inverse_frequencies
+
+
+def param_shapes(c: ModelConfig) -> dict:
+    """Nested dict of shapes; the single source of truth for the parameter layout."""
+    L, D, H, KV, hd, F, V = (c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
+                             c.intermediate_size, c.vocab_size)
+    layers = {"attn_norm": (L, D), "mlp_norm": (L, D), "wq": (L, D, H, hd), "wk": (L, D, KV, hd),
+              "wv": (L, D, KV, hd), "wo": (L, H, hd, D), "w_gate": (L, D, F), "w_up": (L, D, F),
+              "w_down": (L, F, D)}
+    if c.qkv_bias:
+        layers |= {"bq": (L, H, hd), "bk": (L, KV, hd), "bv": (L, KV, hd)}
+    if c.qk_norm:
+        layers |= {"q_norm": (L, hd), "k_norm": (L, hd)}
+    if c.sandwich_norm:
+        layers |= {"post_attn_norm": (L, D), "post_mlp_norm": (L, D)}
+    shapes = {"embed": (V, D), "final_norm": (D,), "layers": layers}
+    if not c.tie_word_embeddings:
+        shapes["lm_head"] = (D, V)
+    return shapes
+
+
+class Decoder(nnx.Module):
+    """A decoder-only LM. `Decoder(config, rngs=nnx.Rngs(0))` gives random weights (training)."""
+
+    def __init__(self, config: ModelConfig, *, dtype=jnp.float32, rngs: nnx.Rngs):
+        self.config = config
+        init = nnx.initializers.normal(0.02)
+        norm_init = 0.0 if config.norm_plus_one else 1.0
+
+        def make(name, shape):
+            if "norm" in name:
+                return nnx.Param(jnp.full(shape, norm_init, dtype))
+            if name.startswith("b"):
+                return nnx.Param(jnp.zeros(shape, dtype))
+            return nnx.Param(init(rngs.params(), shape, dtype))
+
+        shapes = param_shapes(config)
+        self.embed = make("embed", shapes["embed"])
+        self.final_norm = make("final_norm", shapes["final_norm"])
+        if "lm_head" in shapes:
+            self.lm_head = make("lm_head", shapes["lm_head"])
+        self.layers = nnx.Dict({k: make(k, s) for k, s in shapes["layers"].items()})
+
+    def params(self) -> dict:
+        """The parameters as a plain nested dict of arrays (what the pure functions take)."""
+        return nnx.state(self, nnx.Param).to_pure_dict()
+
+    def __call__(self, ids, backend: str = "xla"):
+        """Full logits float32 [B, T, V] for training and small checks; reads use engine.read."""
+        return forward_logits(self.params(), self.config, ids, backend)
+
+
+def rms_norm(x, w, eps, plus_one):
+    """RMSNorm in float32 as HF does: Llama casts back before scaling, Gemma scales in float32."""
+    xf = x.astype(jnp.float32)
+    normed = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + eps)
+    if plus_one:
+        return (normed * (1.0 + w.astype(jnp.float32))).astype(x.dtype)
+    return w * normed.astype(x.dtype)
+
+
+def embed_tokens(params, c: ModelConfig, ids):
+    x = params["embed"][ids]
+    if c.embed_scale != 1.0:
+        x = x * jnp.asarray(c.embed_scale, dtype=x.dtype)  # HF casts the scale to the model dtype
+    return x
+
+
+def _activation(c: ModelConfig, x):
+    return jax.nn.silu(x) if c.hidden_act == "silu" else jax.nn.gelu(x, approximate=True)
+
+
+def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None, start=0, backend="xla"):
+    """One decoder layer. x [B, T, D]; positions int [T] (absolute); window int scalar (0 = none).
+
+    cache: (k, v) [B, S, KV, hd] holding keys/values of positions < start; this chunk's are written
+    at `start` and attention runs over the whole cache. Without a cache, attention is over x alone.
+    Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd].
+    """
+    eps, plus_one = c.rms_norm_eps, c.norm_plus_one
+    h = rms_norm(x, lp["attn_norm"], eps, plus_one)
+    q = jnp.einsum("btd,dhk->bthk", h, lp["wq"])
+    k = jnp.einsum("btd,dhk->bthk", h, lp["wk"])
+    v = jnp.einsum("btd,dhk->bthk", h, lp["wv"])
+    if c.qkv_bias:
+        q, k, v = q + lp["bq"], k + lp["bk"], v + lp["bv"]
+    if c.qk_norm:
+        q = rms_norm(q, lp["q_norm"], eps, plus_one)
+        k = rms_norm(k, lp["k_norm"], eps, plus_one)
+    q = apply_rope(q, positions, inv_freq)
+    k = apply_rope(k, positions, inv_freq)
+    if cache is None:
+        keys, values, q_start = k, v, 0
+    else:
+        keys = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), start, axis=1)
+        values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
+        q_start = start
+    attn = get_attention(backend)(q, keys, values, q_start, window, c.attention_scale, c.attn_logit_softcap)
+    out = jnp.einsum("bthk,hkd->btd", attn, lp["wo"])
+    if c.sandwich_norm:
+        out = rms_norm(out, lp["post_attn_norm"], eps, plus_one)
+    x = x + out
+    h = rms_norm(x, lp["mlp_norm"], eps, plus_one)
+    mlp = _activation(c, h @ lp["w_gate"]) * (h @ lp["w_up"])
+    out = mlp @ lp["w_down"]
+    if c.sandwich_norm:
+        out = rms_norm(out, lp["post_mlp_norm"], eps, plus_one)
+    return x + out, (k, v)
+
+
+def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla"):
+    """Scan the stacked layers. cache: (k, v) [L, B, S, KV, hd] or None.
+
+    Returns (x [B, T, D], (k_new, v_new) [L, B, T, KV, hd]).
+    """
+    inv_freq = jnp.asarray(layer_inverse_frequencies(c))
+    windows = jnp.asarray(np.array(c.layer_windows, dtype=np.int32))
+
+    def body(x, xs):
+        lp, freq, window, layer_cache = xs
+        return layer_forward(lp, c, x, positions, freq, window, layer_cache, start, backend)
+
+    return jax.lax.scan(body, x, (params["layers"], inv_freq, windows, cache))
+
+
+def output_projection(params, c: ModelConfig):
+    """[D, V] weight of the LM head (the embedding, transposed, when tied)."""
+    return params["embed"].T if c.tie_word_embeddings else params["lm_head"]
+
+
+def final_logits(params, c: ModelConfig, h):
+    """h [..., D] (before the final norm) -> float32 logits [..., V], soft-capped where the family does."""
+    h = rms_norm(h, params["final_norm"], c.rms_norm_eps, c.norm_plus_one)
+    logits = jnp.einsum("...d,dv->...v", h, output_projection(params, c), preferred_element_type=jnp.float32)
+    if c.final_logit_softcap:
+        logits = jnp.tanh(logits / c.final_logit_softcap) * c.final_logit_softcap
+    return logits
+
+
+def forward_logits(params, c: ModelConfig, ids, backend="xla"):
+    """ids int [B, T] -> float32 logits [B, T, V]. Materialises all logits: short inputs only."""
+    x = embed_tokens(params, c, ids)
+    x, _ = run_layers(params, c, x, jnp.arange(ids.shape[1]), backend=backend)
+    return final_logits(params, c, x)

@@ -1,0 +1,102 @@
+"""Map Hugging Face tensor names and layouts onto jaxeval's stacked parameters.
+
+HF linear weights are [out, in]; ours are [in, ...heads...] so the einsums read naturally.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxeval.errors import CheckpointError
+from jaxeval.models.config import ModelConfig
+from jaxeval.models.decoder import param_shapes
+from jaxeval.models.safetensors_io import SafetensorsFolder
+
+# Text-model prefixes, tried in order (multimodal Gemma 3 keeps its text tower under language_model).
+_PREFIXES = ("model.", "model.language_model.", "language_model.model.", "")
+
+
+def _layer_names(c: ModelConfig) -> dict[str, str]:
+    """Our per-layer name -> HF name inside `layers.{i}.`."""
+    names = {"wq": "self_attn.q_proj.weight", "wk": "self_attn.k_proj.weight", "wv": "self_attn.v_proj.weight",
+             "wo": "self_attn.o_proj.weight", "w_gate": "mlp.gate_proj.weight", "w_up": "mlp.up_proj.weight",
+             "w_down": "mlp.down_proj.weight", "attn_norm": "input_layernorm.weight",
+             "bq": "self_attn.q_proj.bias", "bk": "self_attn.k_proj.bias", "bv": "self_attn.v_proj.bias",
+             "q_norm": "self_attn.q_norm.weight", "k_norm": "self_attn.k_norm.weight"}
+    if c.sandwich_norm:  # Gemma: post_attention_layernorm follows attention; pre_feedforward feeds the MLP
+        names |= {"post_attn_norm": "post_attention_layernorm.weight", "mlp_norm": "pre_feedforward_layernorm.weight",
+                  "post_mlp_norm": "post_feedforward_layernorm.weight"}
+    else:
+        names["mlp_norm"] = "post_attention_layernorm.weight"
+    return names
+
+
+def _to_ours(name: str, w: np.ndarray, c: ModelConfig) -> np.ndarray:
+    """One layer's HF tensor -> our layout."""
+    D, H, KV, hd = c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim
+    if name == "wq":
+        return w.T.reshape(D, H, hd)
+    if name in ("wk", "wv"):
+        return w.T.reshape(D, KV, hd)
+    if name == "wo":
+        return w.T.reshape(H, hd, D)
+    if name in ("w_gate", "w_up", "w_down"):
+        return w.T
+    if name == "bq":
+        return w.reshape(H, hd)
+    if name in ("bk", "bv"):
+        return w.reshape(KV, hd)
+    return w
+
+
+def _hf_shape(name: str, ours: tuple[int, ...]) -> tuple[int, ...]:
+    """The HF shape a per-layer tensor must have, from our per-layer shape."""
+    if name in ("wq", "wk", "wv"):
+        return (ours[1] * ours[2], ours[0])
+    if name == "wo":
+        return (ours[2], ours[0] * ours[1])
+    if name in ("w_gate", "w_up", "w_down"):
+        return (ours[1], ours[0])
+    if name in ("bq", "bk", "bv"):
+        return (ours[0] * ours[1],)
+    return ours
+
+
+def _prefix(st: SafetensorsFolder) -> str:
+    for prefix in _PREFIXES:
+        if f"{prefix}embed_tokens.weight" in st:
+            return prefix
+    raise CheckpointError(f"{st.folder}: no embed_tokens.weight tensor under any known prefix "
+                          f"({', '.join(p or '(none)' for p in _PREFIXES)})")
+
+
+def load_hf_params(folder, c: ModelConfig, dtype) -> dict:
+    """Read a HF safetensors folder into our nested dict of numpy arrays, cast to `dtype`."""
+    st = SafetensorsFolder(folder)
+    prefix = _prefix(st)
+    shapes = param_shapes(c)
+
+    def fetch(hf_name: str, expected: tuple[int, ...]) -> np.ndarray:
+        w = st.get(hf_name)
+        if tuple(w.shape) != tuple(expected):
+            raise CheckpointError(f"{st.folder}: tensor {hf_name!r} has shape {list(w.shape)}, "
+                                  f"config.json implies {list(expected)}")
+        return w
+
+    params = {"embed": fetch(f"{prefix}embed_tokens.weight", shapes["embed"]).astype(dtype),
+              "final_norm": fetch(f"{prefix}norm.weight", shapes["final_norm"]).astype(dtype)}
+    if "lm_head" in shapes:
+        head_name = "lm_head.weight" if "lm_head.weight" in st else prefix.replace("model.", "", 1) + "lm_head.weight"
+        V, D = shapes["embed"]
+        params["lm_head"] = fetch(head_name, (V, D)).T.astype(dtype)
+    hf_names = _layer_names(c)
+    layers = {}
+    for name, stacked_shape in shapes["layers"].items():
+        per_layer = stacked_shape[1:]
+        out = np.empty(stacked_shape, dtype)
+        for i in range(c.num_layers):
+            hf = fetch(f"{prefix}layers.{i}.{hf_names[name]}", _hf_shape(name, per_layer))
+            out[i] = _to_ours(name, hf, c).astype(dtype)
+        layers[name] = out
+    params["layers"] = layers
+    return params
