@@ -38,6 +38,7 @@ class Model:
 
     def __post_init__(self):
         self._params = self.module.params()
+        self.stats = {"reads": 0, "tokens": 0}  # sequences read and input tokens run through the trunk
 
     @property
     def config(self) -> ModelConfig:
@@ -50,6 +51,8 @@ class Model:
 
     def read(self, ids, positions, tokens) -> ReadResult:
         """Teacher-forced read; see jaxeval.engine.backend.ReadBackend.read."""
+        self.stats["reads"] += 1
+        self.stats["tokens"] += int(np.max(positions))
         return engine_read(self._params, self.config, ids, positions, tokens, backend=self.attention,
                            prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype])
 
@@ -122,3 +125,20 @@ def fingerprint(folder: Path, dtype: str) -> str:
             with open(f, "rb") as fh:
                 h.update(fh.read(1 << 16))
     return h.hexdigest()[:16]
+
+
+def convert(src: str | Path, dst: str | Path, dtype: str | None = None) -> Path:
+    """Write a jaxeval Orbax checkpoint from a HF safetensors folder (dtype defaults to the config's)."""
+    from jaxeval.models.checkpoint import save_checkpoint
+
+    folder = resolve_model_path(src)
+    if is_jaxeval_checkpoint(folder):
+        raise CheckpointError(f"{src}: already a jaxeval Orbax checkpoint")
+    raw = json.loads((folder / "config.json").read_text())
+    config = load_hf_config(folder)
+    dtype = dtype or {"bfloat16": "bfloat16"}.get(raw.get("torch_dtype") or raw.get("dtype"), "float32")
+    if dtype not in DTYPES:
+        raise ConfigError(f"dtype={dtype!r} is not supported (choose {', '.join(DTYPES)})")
+    params = load_hf_params(folder, config, np.dtype(jnp.dtype(DTYPES[dtype])))
+    save_checkpoint(dst, params, raw, dtype, tokenizer_from=folder)
+    return Path(dst)

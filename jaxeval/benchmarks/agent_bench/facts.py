@@ -1,0 +1,125 @@
+"""Scoring the facts config: one teacher-forced read per item, every answer token at once.
+
+A query is recalled when every token of its answer (" 48213." : the number and the final
+".") is the model's top-1 prediction; its log-probability is the sum over those tokens.
+Unaligned queries (the answer does not start at a token of the model's tokenizer) are
+skipped and counted, never scored as wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from jaxeval.benchmarks.agent_bench.align import (
+    TEXT_MODE, Alignment, align_stored_ids, align_text, stored_ids_problem,
+)
+from jaxeval.benchmarks.agent_bench.data import FactsItem
+from jaxeval.errors import ConfigError, InputTooLongError
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryOutcome:
+    item_id: str
+    target_index: int  # index into the item's targets
+    aligned: bool
+    recalled: bool = False
+    answer_tokens: int = 0
+    correct_tokens: int = 0
+    logprob: float = 0.0  # sum over the answer's tokens
+    distance_tokens: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class ItemOutcome:
+    item_id: str
+    mode: str  # TEXT_MODE or STORED_IDS_MODE: what this item was read with
+    mode_note: str | None  # why auto fell back to text, if it did
+    tokens_read: int
+    queries: tuple[QueryOutcome, ...]
+
+
+def align_item(tokenizer, item: FactsItem, mode: str) -> tuple[Alignment, str | None]:
+    """The item's token ids and answer positions, and (auto only) why stored ids were not used."""
+    spans = [target.answer_char for target in item.targets]
+    if mode == TEXT_MODE:
+        return align_text(tokenizer, item.text, spans), None
+    if mode != "auto":
+        raise ConfigError(f"unknown mode '{mode}'; available: auto, text")
+    problem = stored_ids_problem(tokenizer, item.text, item.stored_ids)
+    if problem is None:
+        return align_stored_ids(tokenizer, item.text, item.stored_ids, spans), None
+    return align_text(tokenizer, item.text, spans), f"{problem}: tokenized the text (text mode)"
+
+
+def check_length(backend, n_tokens: int, config: str, split: str, item_id: str) -> None:
+    max_length = getattr(backend, "max_length", None)
+    if isinstance(max_length, int) and not isinstance(max_length, bool) and n_tokens > max_length:
+        raise InputTooLongError(
+            f"longctx-agent-bench {config}/{split}, item '{item_id}': {n_tokens} tokens, longer "
+            f"than the model's maximum of {max_length} tokens")
+
+
+def score_facts_item(backend, tokenizer, item: FactsItem, split: str, mode: str = "auto") -> ItemOutcome:
+    """Read the item once with every aligned answer token as a target, and score its queries."""
+    alignment, note = align_item(tokenizer, item, mode)
+    check_length(backend, len(alignment.ids), "facts", split, item.id)
+    aligned = [(index, positions) for index, positions in enumerate(alignment.span_positions)
+               if positions is not None]
+    positions = np.asarray([p for _, span in aligned for p in span], dtype=np.int32)
+    tokens = alignment.ids[positions]  # the true next token at each read position
+    if len(positions):
+        result = backend.read(alignment.ids, positions, tokens)
+        top1 = np.asarray(result.top1).reshape(-1)
+        logprobs = np.asarray(result.logprobs, dtype=np.float64).reshape(-1)
+        if top1.shape != positions.shape or logprobs.shape != positions.shape:
+            raise ValueError(f"backend returned {top1.shape} / {logprobs.shape} results for "
+                             f"{positions.shape[0]} read positions")
+    outcomes, cursor = [], 0
+    aligned_by_index = dict(aligned)
+    for index, target in enumerate(item.targets):
+        span = aligned_by_index.get(index)
+        if span is None:
+            outcomes.append(QueryOutcome(item.id, index, aligned=False,
+                                         distance_tokens=target.distance_tokens))
+            continue
+        hits = top1[cursor:cursor + len(span)] == tokens[cursor:cursor + len(span)]
+        outcomes.append(QueryOutcome(
+            item_id=item.id, target_index=index, aligned=True, recalled=bool(hits.all()),
+            answer_tokens=len(span), correct_tokens=int(hits.sum()),
+            logprob=float(logprobs[cursor:cursor + len(span)].sum()),
+            distance_tokens=target.distance_tokens))
+        cursor += len(span)
+    return ItemOutcome(item_id=item.id, mode=alignment.mode, mode_note=note,
+                       tokens_read=len(alignment.ids) if len(positions) else 0,
+                       queries=tuple(outcomes))
+
+
+def facts_metrics(items: Sequence[ItemOutcome]) -> dict:
+    """Every facts metric of one split, with its counts. Rates are null when nothing was scored."""
+    queries = [q for item in items for q in item.queries]
+    scored = [q for q in queries if q.aligned]
+    answer_tokens = sum(q.answer_tokens for q in scored)
+    correct_tokens = sum(q.correct_tokens for q in scored)
+    recalled = sum(q.recalled for q in scored)
+    return {
+        "query_accuracy": recalled / len(scored) if scored else None,
+        "token_accuracy": correct_tokens / answer_tokens if answer_tokens else None,
+        "mean_logprob": sum(q.logprob for q in scored) / len(scored) if scored else None,
+        "items": len(items),
+        "queries": len(queries),
+        "scored": len(scored),
+        "unaligned": len(queries) - len(scored),
+        "recalled": recalled,
+        "answer_tokens": answer_tokens,
+        "correct_tokens": correct_tokens,
+        "tokens_read": sum(item.tokens_read for item in items),
+        "mode": _split_mode(items),
+    }
+
+
+def _split_mode(items: Sequence[ItemOutcome]) -> str | None:
+    modes = {item.mode for item in items}
+    return modes.pop() if len(modes) == 1 else ("mixed" if modes else None)
