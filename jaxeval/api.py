@@ -51,10 +51,11 @@ class Model:
 
     def read(self, ids, positions, tokens) -> ReadResult:
         """Teacher-forced read; see jaxeval.engine.backend.ReadBackend.read."""
+        result = engine_read(self._params, self.config, ids, positions, tokens, backend=self.attention,
+                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype])
         self.stats["reads"] += 1
         self.stats["tokens"] += int(np.max(positions))
-        return engine_read(self._params, self.config, ids, positions, tokens, backend=self.attention,
-                           prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype])
+        return result
 
 
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",

@@ -69,10 +69,11 @@ def check_read_request(ids, positions, tokens, vocab_size: int):
     bad = positions[(positions < 1) | (positions >= ids.size)]
     if bad.size:
         raise ValueError(f"read: position {int(bad[0])} is outside [1, {ids.size}) (position 0 has no prediction)")
+    if tokens.ndim not in (1, 2) or tokens.shape[0] != positions.size or not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"read: tokens must be an integer [K] or [K, C] array with K={positions.size}, got shape "
+                         f"{tokens.shape} {tokens.dtype}")
     if tokens.ndim == 1:
         tokens = tokens[:, None]
-    if tokens.ndim != 2 or tokens.shape[0] != positions.size:
-        raise ValueError(f"read: tokens must be [K] or [K, C] with K={positions.size}, got shape {tokens.shape}")
     for name, arr in (("ids", ids), ("tokens", tokens)):
         out = arr[(arr < 0) | (arr >= vocab_size)]
         if out.size:

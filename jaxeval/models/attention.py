@@ -50,41 +50,50 @@ def xla_attention(q, k, v, q_start, window, scale, softcap=None):
     return out.reshape(b, t, h, d).astype(q.dtype)
 
 
-def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=512, block_k=512):
+def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256, block_k=512):
+    """Blockwise attention; the query heads of one KV group are folded into the rows of one matmul.
+
+    Folding G = H / KV query heads into [KV, G * block_q, hd] rows makes every step two large
+    batched matmuls (batch KV), which is what keeps this fast on CPU.
+    """
     b, t, h, d = q.shape
     s_len, num_kv = k.shape[1], k.shape[2]
+    g = h // num_kv
     bq, bk = min(block_q, t), min(block_k, s_len)
     if t % bq or s_len % bk:
         raise ValueError(f"chunked attention needs T={t} and S={s_len} to be multiples of {bq} and {bk}")
-    q_blocks = _group(q, num_kv).reshape(b, t // bq, bq, num_kv, h // num_kv, d).swapaxes(0, 1)
+    q_grouped = q.reshape(b, t, num_kv, g, d).transpose(0, 2, 1, 3, 4)  # [B, KV, T, G, hd]
+    keys, values = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [B, KV, S, hd]
 
-    def one_query_block(args):
-        i, qb = args  # qb [B, bq, KV, G, hd]
+    def one_query_block(i):
+        rows = jax.lax.dynamic_slice_in_dim(q_grouped, i * bq, bq, axis=2).reshape(b, num_kv, bq * g, d)
         q_pos = q_start + i * bq + jnp.arange(bq)
+        row_pos = jnp.repeat(q_pos, g)  # position of each folded row
         first = jnp.where(window > 0, jnp.maximum(q_pos[0] - window + 1, 0), 0) // bk
         last = jnp.minimum(q_pos[-1] // bk + 1, s_len // bk)
 
         def key_block(j, carry):
             m, l, acc = carry
-            kb = jax.lax.dynamic_slice_in_dim(k, j * bk, bk, axis=1)
-            vb = jax.lax.dynamic_slice_in_dim(v, j * bk, bk, axis=1)
-            s = _scores(qb, kb, scale, softcap)
-            s = jnp.where(_visible(q_pos, j * bk + jnp.arange(bk), window), s, MASK_VALUE)
+            kb = jax.lax.dynamic_slice_in_dim(keys, j * bk, bk, axis=2)
+            vb = jax.lax.dynamic_slice_in_dim(values, j * bk, bk, axis=2)
+            s = jnp.einsum("bkrd,bksd->bkrs", rows, kb, preferred_element_type=jnp.float32) * scale
+            if softcap:
+                s = jnp.tanh(s / softcap) * softcap
+            s = jnp.where(_visible(row_pos, j * bk + jnp.arange(bk), window), s, MASK_VALUE)
             m_new = jnp.maximum(m, s.max(axis=-1))
             p = jnp.exp(s - m_new[..., None])
             alpha = jnp.exp(m - m_new)
-            pv = jnp.einsum("bkgts,bskd->bkgtd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)
+            pv = jnp.einsum("bkrs,bksd->bkrd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)
             return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
 
-        shape = (b, num_kv, h // num_kv, bq)
+        shape = (b, num_kv, bq * g)
         init = (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
                 jnp.zeros(shape + (d,), jnp.float32))
-        m, l, acc = jax.lax.fori_loop(first, last, key_block, init)
-        out = acc / l[..., None]  # [B, KV, G, bq, hd]
-        return out.transpose(0, 3, 1, 2, 4).reshape(b, bq, h, d)
+        _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
+        return (acc / l[..., None]).reshape(b, num_kv, bq, g, d)
 
-    out = jax.lax.map(one_query_block, (jnp.arange(t // bq), q_blocks))  # [nq, B, bq, H, hd]
-    return out.swapaxes(0, 1).reshape(b, t, h, d).astype(q.dtype)
+    out = jax.lax.map(one_query_block, jnp.arange(t // bq))  # [nq, B, KV, bq, G, hd]
+    return out.transpose(1, 0, 3, 2, 4, 5).reshape(b, t, h, d).astype(q.dtype)
 
 
 def get_attention(backend: str):

@@ -52,9 +52,18 @@ def load_checkpoint_params(folder, c: ModelConfig, dtype, sharding=None) -> dict
         meta = json.loads((folder / "jaxeval.json").read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise CheckpointError(f"{folder / 'jaxeval.json'}: unreadable ({e})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{folder / 'jaxeval.json'}: expected a JSON object, got {type(meta).__name__}")
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise CheckpointError(f"{folder / 'jaxeval.json'}: format {meta.get('format')!r} version "
                               f"{meta.get('version')!r}, expected {FORMAT!r} version {VERSION}")
+    try:
+        if not isinstance(meta.get("dtype"), str):
+            raise TypeError
+        stored_dtype = np.dtype(meta["dtype"])
+    except TypeError:
+        raise CheckpointError(f"{folder / 'jaxeval.json'}: field 'dtype'={meta.get('dtype')!r} "
+                              "is not a dtype") from None
     if not (folder / "params").is_dir():
         raise CheckpointError(f"{folder}: no params/ folder (Orbax checkpoint)")
     with ocp.StandardCheckpointer() as ckpt:
@@ -62,8 +71,16 @@ def load_checkpoint_params(folder, c: ModelConfig, dtype, sharding=None) -> dict
             stored = ckpt.metadata(folder / "params")
             stored = getattr(stored, "item_metadata", stored)
             flat_stored = {jax.tree_util.keystr(k): v for k, v in jax.tree_util.tree_leaves_with_path(stored)}
-            expected = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, np.dtype(meta["dtype"]), sharding=sharding),
+            if not flat_stored:  # Orbax returns no metadata (only logs a warning) when it cannot read it
+                raise CheckpointError(f"{folder / 'params'}: no readable Orbax checkpoint metadata "
+                                      "(the checkpoint is incomplete or corrupt)")
+            expected = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, stored_dtype, sharding=sharding),
                                     param_shapes(c), is_leaf=lambda x: isinstance(x, tuple))
+            wanted = {jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_leaves_with_path(expected)}
+            extra = sorted(set(flat_stored) - wanted)
+            if extra:
+                raise CheckpointError(f"{folder / 'params'}: tensor {extra[0]} is stored but config.json implies "
+                                      "no such parameter")
             for key, want in jax.tree_util.tree_leaves_with_path(expected):
                 got = flat_stored.get(jax.tree_util.keystr(key))
                 if got is None:

@@ -18,6 +18,15 @@ from jaxeval.errors import ConfigError
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
 FULL, SLIDING = "full_attention", "sliding_attention"
 
+# transformers' Gemma3TextConfig defaults. The hub's multimodal Gemma 3 config.json files (model_type
+# "gemma3": 4B, 12B, 27B) list only the text_config fields that differ from these.
+GEMMA3_TEXT_DEFAULTS = {
+    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+    "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True, "bos_token_id": 2, "eos_token_id": 1,
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class RopeConfig:
@@ -98,8 +107,14 @@ def load_hf_config(path: str | Path) -> ModelConfig:
 
 def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConfig:
     """Translate a HF config dict; `where` names the source in every error."""
-    if "text_config" in raw and raw.get("model_type") == "gemma3":
-        raw = {**raw["text_config"], "model_type": "gemma3_text"}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    if raw.get("model_type") == "gemma3":  # multimodal Gemma 3: read its text tower
+        text = raw.get("text_config")
+        if not isinstance(text, dict):
+            raise ConfigError(f"{where}: model_type='gemma3' but field 'text_config' is {text!r}")
+        special = {k: raw[k] for k in ("bos_token_id", "eos_token_id") if raw.get(k) is not None}
+        raw = {**GEMMA3_TEXT_DEFAULTS, **text, **special, "model_type": "gemma3_text"}
     model_type = raw.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigError(f"{where}: model_type={model_type!r} is not supported "
@@ -110,19 +125,34 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
             raise ConfigError(f"{where}: field {key!r} is missing (model_type={model_type})")
         return raw[key]
 
+    def size(key, value=None):
+        """A positive int field (`value` when given, else the required field `key`)."""
+        value = need(key) if value is None else value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{where}: field {key!r}={value!r} must be a positive integer")
+        return value
+
     def refuse(key, allowed, why):
         if raw.get(key) not in allowed:
             raise ConfigError(f"{where}: field {key!r}={raw.get(key)!r} is not supported ({why})")
 
-    num_layers, num_heads = int(need("num_hidden_layers")), int(need("num_attention_heads"))
-    hidden = int(need("hidden_size"))
-    head_dim = int(raw.get("head_dim") or hidden // num_heads)
+    num_layers, num_heads = size("num_hidden_layers"), size("num_attention_heads")
+    hidden = size("hidden_size")
+    head_dim = size("head_dim", raw.get("head_dim") or hidden // num_heads)
+    num_kv_heads = size("num_key_value_heads", raw.get("num_key_value_heads") or num_heads)
+    vocab_size, intermediate = size("vocab_size"), size("intermediate_size")
+    max_positions = size("max_position_embeddings")
+    if num_heads % num_kv_heads:
+        raise ConfigError(f"{where}: field 'num_attention_heads'={num_heads} is not a multiple of "
+                          f"'num_key_value_heads'={num_kv_heads}")
     gemma = model_type.startswith("gemma")
     refuse("pretraining_tp", (None, 1), "tensor-parallel pretraining slices")
     refuse("mlp_bias", (None, False), "biases on MLP projections")
     refuse("use_bidirectional_attention", (None, False), "bidirectional attention")
-    if model_type in ("llama", "mistral"):
-        refuse("attention_bias", (None, False), "q/k/v/o biases on this family")
+    if model_type not in ("qwen2", "mistral"):  # qwen2 always has q/k/v biases; mistral never has any
+        refuse("attention_bias", (None, False), "q/k/v/o projection biases")
+    if raw.get("partial_rotary_factor") not in (None, 1, 1.0):
+        refuse("partial_rotary_factor", (None, 1, 1.0), "rotary embedding on part of each head")
 
     act = raw.get("hidden_activation") or raw.get("hidden_act") or "silu"
     acts = {"silu": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_tanh": "gelu_tanh"}
@@ -138,53 +168,64 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
     eos = raw.get("eos_token_id")
     eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (int(eos),))
     qpas = raw.get("query_pre_attn_scalar")
+    # transformers' Gemma 3 attention takes no softcap (attn_logit_softcapping is read by Gemma 2 only)
+    attn_cap = raw.get("attn_logit_softcapping") if model_type == "gemma2" else None
+    final_cap = raw.get("final_logit_softcapping") if gemma else None
     return ModelConfig(
         model_type=model_type,
-        vocab_size=int(need("vocab_size")),
+        vocab_size=vocab_size,
         hidden_size=hidden,
-        intermediate_size=int(need("intermediate_size")),
+        intermediate_size=intermediate,
         num_layers=num_layers,
         num_heads=num_heads,
-        num_kv_heads=int(raw.get("num_key_value_heads") or num_heads),
+        num_kv_heads=num_kv_heads,
         head_dim=head_dim,
-        max_position_embeddings=int(need("max_position_embeddings")),
-        rms_norm_eps=float(raw.get("rms_norm_eps", 1e-6)),
+        max_position_embeddings=max_positions,
+        rms_norm_eps=_number(raw.get("rms_norm_eps", 1e-6), where, "rms_norm_eps"),
         hidden_act=acts[act],
         tie_word_embeddings=bool(raw.get("tie_word_embeddings", gemma)),
         layer_types=layer_types,
         rope=rope,
         rope_local=rope_local,
-        sliding_window=int(window) if window else None,
-        qkv_bias=model_type == "qwen2" or bool(raw.get("attention_bias")),
+        sliding_window=size("sliding_window", window) if window else None,
+        qkv_bias=model_type == "qwen2",
         qk_norm=model_type in ("qwen3", "gemma3_text"),
         sandwich_norm=gemma,
         norm_plus_one=gemma,
         embed_scale=math.sqrt(hidden) if gemma else 1.0,
-        query_scale=float(qpas) ** -0.5 if gemma and qpas else 0.0,
-        attn_logit_softcap=raw.get("attn_logit_softcapping") if model_type == "gemma2" else None,
-        final_logit_softcap=raw.get("final_logit_softcapping") if gemma else None,
+        query_scale=_number(qpas, where, "query_pre_attn_scalar") ** -0.5 if gemma and qpas else 0.0,
+        attn_logit_softcap=_number(attn_cap, where, "attn_logit_softcapping") if attn_cap else None,
+        final_logit_softcap=_number(final_cap, where, "final_logit_softcapping") if final_cap else None,
         bos_token_id=raw.get("bos_token_id"),
         eos_token_ids=eos_ids,
     )
 
 
+def _number(value, where: str, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: field {field!r}={value!r} must be a number")
+    return float(value)
+
+
 def _layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
     types = raw.get("layer_types")
+    if model_type == "mistral":  # transformers' Mistral ignores layer_types: every layer uses sliding_window
+        types = [SLIDING if raw.get("sliding_window") else FULL] * num_layers
     if types is None:
-        if model_type == "mistral" and raw.get("sliding_window"):
-            types = [SLIDING] * num_layers
-        elif model_type == "gemma2":
+        if model_type == "gemma2":
             types = [SLIDING if (i + 1) % 2 else FULL for i in range(num_layers)]
         elif model_type == "gemma3_text":
-            pattern = int(raw.get("sliding_window_pattern", 6))
+            pattern = raw.get("sliding_window_pattern", 6)
+            if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
+                raise ConfigError(f"{where}: field 'sliding_window_pattern'={pattern!r} must be a positive integer")
             types = [SLIDING if (i + 1) % pattern else FULL for i in range(num_layers)]
         elif model_type in ("qwen2", "qwen3") and raw.get("use_sliding_window"):
             start = int(raw.get("max_window_layers", num_layers))
             types = [SLIDING if i >= start else FULL for i in range(num_layers)]
         else:
             types = [FULL] * num_layers
-    if model_type == "mistral" and not raw.get("sliding_window"):
-        types = [FULL] * num_layers  # transformers ignores layer_types when the window is null
+    if not isinstance(types, (list, tuple)):
+        raise ConfigError(f"{where}: field 'layer_types' must be a list, got {types!r}")
     bad = [t for t in types if t not in (FULL, SLIDING)]
     if bad:
         raise ConfigError(f"{where}: field 'layer_types' has unsupported entry {bad[0]!r}")
@@ -194,20 +235,31 @@ def _layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
 
 
 def _rope_from(params: dict | None, theta_default: float | None, where: str, field: str) -> RopeConfig:
+    if params is not None and not isinstance(params, dict):
+        raise ConfigError(f"{where}: field {field!r} must be an object, got {params!r}")
     params = dict(params or {})
     theta = params.get("rope_theta", theta_default)
     if theta is None:
         raise ConfigError(f"{where}: field 'rope_theta' is missing")
+    theta = _number(theta, where, f"{field}.rope_theta" if "rope_theta" in params else "rope_theta")
     kind = params.get("rope_type", params.get("type", "default"))
+    if params.get("partial_rotary_factor") not in (None, 1, 1.0):
+        raise ConfigError(f"{where}: field {field!r} has partial_rotary_factor={params['partial_rotary_factor']!r}, "
+                          "which jaxeval does not support (rotary embedding on part of each head)")
+
+    def get(key):
+        if params.get(key) is None:
+            raise ConfigError(f"{where}: field {field!r} (rope_type={kind!r}) is missing {key!r}")
+        return _number(params[key], where, f"{field}.{key}")
+
     if kind == "default":
-        return RopeConfig(theta=float(theta))
+        return RopeConfig(theta=theta)
     if kind == "linear":
-        return RopeConfig(theta=float(theta), kind="linear", factor=float(params["factor"]))
+        return RopeConfig(theta=theta, kind="linear", factor=get("factor"))
     if kind == "llama3":
-        return RopeConfig(theta=float(theta), kind="llama3", factor=float(params["factor"]),
-                          low_freq_factor=float(params["low_freq_factor"]),
-                          high_freq_factor=float(params["high_freq_factor"]),
-                          original_max_position=int(params["original_max_position_embeddings"]))
+        return RopeConfig(theta=theta, kind="llama3", factor=get("factor"),
+                          low_freq_factor=get("low_freq_factor"), high_freq_factor=get("high_freq_factor"),
+                          original_max_position=int(get("original_max_position_embeddings")))
     raise ConfigError(f"{where}: field {field!r} has rope_type={kind!r}, which jaxeval does not support "
                       "(supported: default, linear, llama3)")
 
@@ -216,11 +268,14 @@ def _rope(raw, model_type, where) -> tuple[RopeConfig, RopeConfig]:
     params = raw.get("rope_parameters")
     theta = raw.get("rope_theta", 10000.0)
     if model_type == "gemma3_text":
-        if params and FULL in params:  # transformers v5: one entry per layer type
-            return (_rope_from(params[FULL], None, where, "rope_parameters.full_attention"),
-                    _rope_from(params[SLIDING], None, where, "rope_parameters.sliding_attention"))
+        # transformers' Gemma 3 defaults: global theta 1e6, local 1e4 (rope_theta / rope_local_base_freq in v4)
+        theta = raw.get("rope_theta", 1_000_000.0)
+        local_theta = raw.get("rope_local_base_freq", 10_000.0)
+        if isinstance(params, dict) and (FULL in params or SLIDING in params):  # v5: one entry per layer type
+            return (_rope_from(params.get(FULL), theta, where, "rope_parameters.full_attention"),
+                    _rope_from(params.get(SLIDING), local_theta, where, "rope_parameters.sliding_attention"))
         full = _rope_from(raw.get("rope_scaling"), theta, where, "rope_scaling")
-        local = RopeConfig(theta=float(raw.get("rope_local_base_freq", 10000.0)))
+        local = RopeConfig(theta=_number(local_theta, where, "rope_local_base_freq"))
         return full, local
     if params is not None:
         rope = _rope_from(params, theta, where, "rope_parameters")

@@ -67,7 +67,7 @@ class Decoder(nnx.Module):
 
     def params(self) -> dict:
         """The parameters as a plain nested dict of arrays (what the pure functions take)."""
-        return nnx.state(self, nnx.Param).to_pure_dict()
+        return nnx.to_pure_dict(nnx.state(self, nnx.Param))
 
     def __call__(self, ids, backend: str = "xla"):
         """Full logits float32 [B, T, V] for training and small checks; reads use engine.read."""

@@ -29,11 +29,28 @@ def read_header(file: Path) -> tuple[dict, int]:
             (n,) = struct.unpack("<Q", raw_len)
             if n > 100_000_000:
                 raise CheckpointError(f"{file}: not a safetensors file (header length {n})")
-            header = json.loads(f.read(n))
+            raw = f.read(n)
+            if len(raw) < n:
+                raise CheckpointError(f"{file}: truncated safetensors file (header of {n} bytes, "
+                                      f"only {len(raw)} present)")
+            header = json.loads(raw)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{file}: cannot read safetensors header ({e})") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{file}: not a safetensors file (header is not a JSON object)")
     header.pop("__metadata__", None)
+    for name, meta in header.items():
+        if not (isinstance(meta, dict) and isinstance(meta.get("dtype"), str)
+                and isinstance(meta.get("shape"), list) and all(_is_count(d) for d in meta["shape"])
+                and isinstance(meta.get("data_offsets"), list) and len(meta["data_offsets"]) == 2
+                and all(_is_count(o) for o in meta["data_offsets"])
+                and meta["data_offsets"][0] <= meta["data_offsets"][1]):
+            raise CheckpointError(f"{file}: tensor {name!r} has a malformed header entry {meta!r}")
     return header, 8 + n
+
+
+def _is_count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
 class SafetensorsFolder:
@@ -46,8 +63,10 @@ class SafetensorsFolder:
         if index.is_file():
             try:
                 weight_map = json.loads(index.read_text())["weight_map"]
-            except (json.JSONDecodeError, KeyError) as e:
+            except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
                 raise CheckpointError(f"{index}: malformed index ({e!r})") from None
+            if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+                raise CheckpointError(f"{index}: malformed index ('weight_map' must map tensor names to file names)")
             files = sorted(set(weight_map.values()))
         elif single.is_file():
             files = ["model.safetensors"]

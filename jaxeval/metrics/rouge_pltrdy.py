@@ -1,0 +1,95 @@
+"""ROUGE-L F as the PyPI package `rouge` 1.0.1 (pltrdy) computes it with its defaults.
+
+LongBench v1 and LongBench Pro both score summaries with that package, and it differs from
+every other ROUGE (Google rouge-score, rouge_chinese): "sentences" are split on "." only,
+words on single spaces, nothing is normalised, counts are of distinct words
+(exclusive=True), the LCS is a summary-level union of word sets, and F carries a 1e-8 in
+its denominator. Matching their numbers means matching all of that; see
+specs/longbench_v1_spec.md §10.5.
+
+Upstream reconstructs each LCS recursively, so a long sentence pair overflows Python's
+recursion limit; the benchmarks catch the RecursionError and score 0. The walk here is
+iterative and raises RougeRecursionError at the same point when told the caller's budget of
+nested calls (it depends on the Python version and on the caller's stack depth).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class RougeInputError(ValueError):
+    """The hypothesis or the reference has no sentence ("" or only dots): the package raises."""
+
+
+class RougeRecursionError(RecursionError):
+    """The package's recursive LCS walk would exceed the recursion limit for this sentence pair."""
+
+
+def rouge_sentences(text: str) -> list[str]:
+    """Pieces between "." characters, each with its whitespace collapsed.
+
+    Empty pieces are dropped before collapsing, so a whitespace-only piece survives as "".
+    """
+    return [" ".join(piece.split()) for piece in text.split(".") if len(piece) > 0]
+
+
+def lcs_walk(ref_words: Sequence[str], hyp_words: Sequence[str]) -> tuple[set[str], int]:
+    """The words of the one LCS the package reconstructs, and the length of its walk.
+
+    The walk starts at the end of both sequences; on a mismatch it drops a reference word
+    only when that keeps a strictly longer LCS, else a hypothesis word (this tie-break
+    decides which words enter the union). Returns (words, moves); the package nests
+    moves + 1 calls to make this walk.
+    """
+    n_ref, n_hyp = len(ref_words), len(hyp_words)
+    # table[i][j]: LCS length of ref_words[:i] and hyp_words[:j]
+    table = [[0] * (n_hyp + 1)]
+    for i in range(1, n_ref + 1):
+        above, row, word = table[i - 1], [0], ref_words[i - 1]
+        for j in range(1, n_hyp + 1):
+            if word == hyp_words[j - 1]:
+                row.append(above[j - 1] + 1)
+            else:
+                row.append(above[j] if above[j] > row[j - 1] else row[j - 1])
+        table.append(row)
+
+    words: set[str] = set()
+    i, j, moves = n_ref, n_hyp, 0
+    while i > 0 and j > 0:
+        if ref_words[i - 1] == hyp_words[j - 1]:
+            words.add(ref_words[i - 1])
+            i, j = i - 1, j - 1
+        elif table[i - 1][j] > table[i][j - 1]:
+            i -= 1
+        else:
+            j -= 1
+        moves += 1
+    return words, moves
+
+
+def rouge_l_summary_f(hypothesis: str, reference: str, max_nested_calls: int | None = None) -> float:
+    """ROUGE-L F of `hypothesis` against `reference`, as `Rouge().get_scores(h, r)` reports it.
+
+    max_nested_calls: the most nested LCS-walk calls the caller's Python would allow (None:
+    no limit). Raises RougeInputError or RougeRecursionError where the package raises.
+    """
+    hyp_sentences, ref_sentences = rouge_sentences(hypothesis), rouge_sentences(reference)
+    if not hyp_sentences or not ref_sentences:
+        raise RougeInputError("Collections must contain at least 1 sentence.")
+    hyp_words = [sentence.split(" ") for sentence in hyp_sentences]
+    ref_words = [sentence.split(" ") for sentence in ref_sentences]
+    m = len({word for words in ref_words for word in words})  # distinct reference words
+    n = len({word for words in hyp_words for word in words})  # distinct hypothesis words
+
+    union: set[str] = set()
+    for ref in ref_words:
+        for hyp in hyp_words:
+            words, moves = lcs_walk(ref, hyp)
+            if max_nested_calls is not None and moves + 1 > max_nested_calls:
+                raise RougeRecursionError(
+                    f"LCS walk of {moves + 1} nested calls exceeds the limit of {max_nested_calls}")
+            union |= words
+    llcs = len(union)
+    recall, precision = llcs / m, llcs / n
+    return 2.0 * ((precision * recall) / (precision + recall + 1e-8))
