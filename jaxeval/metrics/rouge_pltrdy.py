@@ -34,6 +34,26 @@ def rouge_sentences(text: str) -> list[str]:
     return [" ".join(piece.split()) for piece in text.split(".") if len(piece) > 0]
 
 
+def lcs_prefix_rows(ref_words: Sequence[str], hyp_words: Sequence[str]) -> list[int]:
+    """The LCS table of the two word lists, one bit vector per reference prefix.
+
+    Bit-parallel LCS (Hyyrö's row update): row i has bit j clear where the LCS of
+    ref_words[:i] and hyp_words[:j+1] grows at column j, so the table entry is
+    T[i][j] = j - popcount(row_i & (2**j - 1)). Python's big ints make each row a few
+    operations, instead of a loop over the hypothesis.
+    """
+    positions: dict[str, int] = {}
+    for j, word in enumerate(hyp_words):
+        positions[word] = positions.get(word, 0) | (1 << j)
+    full = (1 << len(hyp_words)) - 1
+    row, rows = full, [full]
+    for word in ref_words:
+        matches = row & positions.get(word, 0)
+        row = ((row + matches) | (row - matches)) & full
+        rows.append(row)
+    return rows
+
+
 def lcs_walk(ref_words: Sequence[str], hyp_words: Sequence[str]) -> tuple[set[str], int]:
     """The words of the one LCS the package reconstructs, and the length of its walk.
 
@@ -42,25 +62,18 @@ def lcs_walk(ref_words: Sequence[str], hyp_words: Sequence[str]) -> tuple[set[st
     decides which words enter the union). Returns (words, moves); the package nests
     moves + 1 calls to make this walk.
     """
-    n_ref, n_hyp = len(ref_words), len(hyp_words)
-    # table[i][j]: LCS length of ref_words[:i] and hyp_words[:j]
-    table = [[0] * (n_hyp + 1)]
-    for i in range(1, n_ref + 1):
-        above, row, word = table[i - 1], [0], ref_words[i - 1]
-        for j in range(1, n_hyp + 1):
-            if word == hyp_words[j - 1]:
-                row.append(above[j - 1] + 1)
-            else:
-                row.append(above[j] if above[j] > row[j - 1] else row[j - 1])
-        table.append(row)
+    rows = lcs_prefix_rows(ref_words, hyp_words)
+
+    def table(i: int, j: int) -> int:  # LCS length of ref_words[:i] and hyp_words[:j]
+        return j - (rows[i] & ((1 << j) - 1)).bit_count()
 
     words: set[str] = set()
-    i, j, moves = n_ref, n_hyp, 0
+    i, j, moves = len(ref_words), len(hyp_words), 0
     while i > 0 and j > 0:
         if ref_words[i - 1] == hyp_words[j - 1]:
             words.add(ref_words[i - 1])
             i, j = i - 1, j - 1
-        elif table[i - 1][j] > table[i][j - 1]:
+        elif table(i - 1, j) > table(i, j - 1):
             i -= 1
         else:
             j -= 1

@@ -1,0 +1,139 @@
+"""run_longbench: load, prompt, generate through any backend, score; LongBench v1 or -E.
+
+The backend is anything with
+    generate(prompts: list[list[int]], max_new_tokens: int, stop: list[str] | None)
+        -> list of objects with .text and .tokens
+decoding greedily. When its generate also accepts `stop_token_ids` and `min_new_tokens`,
+samsum gets the official token-level stop (see requests.py); otherwise the "\\n" string.
+Predictions are the generated tokens decoded with special tokens skipped and nothing
+stripped, as the official pred.py; `.text` is used only when a generation has no tokens.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from jaxeval.benchmarks.longbench.data import LongBenchRecord, load_config
+from jaxeval.benchmarks.longbench.metrics import DEFAULT_OPTIONS, ScoringOptions
+from jaxeval.benchmarks.longbench.predictions import write_prediction_file
+from jaxeval.benchmarks.longbench.prompts import resolve_chat_format
+from jaxeval.benchmarks.longbench.requests import GenerationRequest, build_request
+from jaxeval.benchmarks.longbench.results import benchmark_name, score_datasets
+from jaxeval.benchmarks.longbench.scoring import PredictionRow
+from jaxeval.benchmarks.longbench.tasks import (
+    DATASETS, E_DATASETS, SHIPPED_SAMPLE, TASKS, check_datasets, config_name,
+)
+from jaxeval.benchmarks.longbench.truncation import prompt_budget
+from jaxeval.errors import ConfigError, JaxevalError
+
+
+def resolve_max_length(max_length: int | None, backend) -> tuple[int, str]:
+    """The prompt budget and where it came from: given, or the backend's window minus 500."""
+    if max_length is not None:
+        if not isinstance(max_length, int) or max_length < 2:
+            raise ConfigError(f"max_length must be an integer of at least 2 tokens, got {max_length!r}")
+        return max_length, "given"
+    window = getattr(getattr(backend, "config", None), "max_position_embeddings", None)
+    if isinstance(window, int):
+        return prompt_budget(window), f"model window {window} - 500"
+    raise ConfigError("max_length (the prompt token budget) is not given and the backend does not "
+                      "expose config.max_position_embeddings; pass max_length (window - 500)")
+
+
+def _generate_accepts(backend) -> set[str]:
+    try:
+        parameters = inspect.signature(backend.generate).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return {"stop_token_ids", "min_new_tokens"}
+    return {p.name for p in parameters} & {"stop_token_ids", "min_new_tokens"}
+
+
+def _batches(items: Sequence, size: int | None) -> Iterable[Sequence]:
+    size = size or len(items)
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def generate_predictions(backend, tokenizer, requests: Sequence[GenerationRequest],
+                         batch_size: int | None = None) -> list[str]:
+    """The decoded prediction of every request, in order. All requests of one dataset share
+    max_new_tokens and stop rule, so they go out together (in batches of batch_size)."""
+    if not requests:
+        return []
+    token_stops = {"stop_token_ids", "min_new_tokens"} <= _generate_accepts(backend)
+    first = requests[0]
+    extra = {"stop_token_ids": list(first.stop_token_ids), "min_new_tokens": first.min_new_tokens} \
+        if token_stops and first.stop_token_ids else {}
+    predictions: list[str] = []
+    for batch in _batches(requests, batch_size):
+        outputs = backend.generate([list(r.prompt_ids) for r in batch], first.max_new_tokens,
+                                   list(first.stop) if first.stop else None, **extra)
+        if len(outputs) != len(batch):
+            raise JaxevalError(f"the backend returned {len(outputs)} generations for {len(batch)} prompts")
+        for output in outputs:
+            tokens = getattr(output, "tokens", None)
+            predictions.append(tokenizer.decode(list(tokens), skip_special_tokens=True)
+                               if tokens is not None and len(tokens) else output.text)
+    return predictions
+
+
+def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, datasets: Sequence[str] | None = None,
+                  e: bool = False, limit: int | None = None, *, max_length: int | None = None,
+                  chat_format: str = "auto", batch_size: int | None = None,
+                  options: ScoringOptions = DEFAULT_OPTIONS,
+                  predictions_dir: str | Path | None = None) -> dict:
+    """Generate and score LongBench (e=False, 21 datasets) or LongBench-E (e=True, 13).
+
+    data: a folder of the official JSONL files, data.zip or "THUDM/LongBench" (default: the
+    embedded sample). datasets: v1 names (default: all). limit: the first N records per
+    dataset. max_length: prompt token budget (default: the backend's window minus 500).
+    chat_format: see prompts.py. predictions_dir: also write the official pred.py files there.
+    Returns jaxeval's results (results.py) plus `prompting` and per-record `outputs`.
+    """
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"limit must be a positive number of records, got {limit!r}")
+    chosen = check_datasets(datasets if datasets is not None else (E_DATASETS if e else DATASETS), e)
+    budget, budget_source = resolve_max_length(max_length, backend)
+    resolved_format = resolve_chat_format(chat_format, tokenizer)
+    benchmark = benchmark_name(e)
+
+    rows: dict[str, list[PredictionRow]] = {}
+    outputs: dict[str, list[dict]] = {}
+    for dataset in chosen:
+        records: list[LongBenchRecord] = load_config(data, config_name(dataset, e))[:limit]
+        requests = [build_request(record, tokenizer, budget, resolved_format, benchmark) for record in records]
+        predictions = generate_predictions(backend, tokenizer, requests, batch_size)
+        rows[dataset] = [PredictionRow(pred=prediction, answers=record.answers, all_classes=record.all_classes,
+                                       length=record.length, origin=record.origin)
+                         for record, prediction in zip(records, predictions)]
+        outputs[dataset] = [{"key": list(request.key), "pred": prediction,
+                             "prompt_tokens": len(request.prompt_ids),
+                             "raw_prompt_tokens": request.raw_prompt_tokens,
+                             "truncated": request.truncated, "chat_format": request.chat_format}
+                            for request, prediction in zip(requests, predictions)]
+        if predictions_dir is not None:
+            write_prediction_file(Path(predictions_dir) / f"{dataset}.jsonl", rows[dataset])
+
+    result = score_datasets(rows, e, options)
+    for dataset, per_sample in result["sample_scores"].items():
+        for output, score in zip(outputs[dataset], per_sample):
+            output["score"] = score
+    result["prompting"] = {
+        "data": str(data),
+        "max_length": budget,
+        "max_length_source": budget_source,
+        "chat_format": resolved_format,
+        "chat_format_requested": chat_format,
+        "chat_template_skipped_for": [name for name in chosen if TASKS[name].skip_chat_template],
+        "samsum_stop": ("token ids (EOS, newline) with min_new_tokens=1"
+                        if {"stop_token_ids", "min_new_tokens"} <= _generate_accepts(backend)
+                        else "stop string '\\n' (engine has no token-id stops; no minimum length)"),
+        "truncated": {name: sum(o["truncated"] for o in outputs[name]) for name in chosen},
+        "limit": limit,
+    }
+    result["outputs"] = outputs
+    return result

@@ -1,0 +1,32 @@
+"""Fixtures of the LongBench tests: the embedded tokenizer, with and without a BOS."""
+
+from __future__ import annotations
+
+import pytest
+
+from longbench_helpers import TINY_TOKENIZER
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    """The embedded tokenizer: byte-level BPE, no BOS, a ChatML chat template, EOS id 0."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(TINY_TOKENIZER))
+
+
+@pytest.fixture(scope="session")
+def bos_tokenizer():
+    """The embedded tokenizer made to add <|endoftext|> (id 0) as a BOS, like a Llama tokenizer,
+    and without a chat template."""
+    from tokenizers import Tokenizer, processors
+    from transformers import PreTrainedTokenizerFast
+
+    backend = Tokenizer.from_file(str(TINY_TOKENIZER / "tokenizer.json"))
+    backend.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|endoftext|> $A", pair="<|endoftext|> $A $B",
+                                      special_tokens=[("<|endoftext|>", 0)]),
+    ])
+    return PreTrainedTokenizerFast(tokenizer_object=backend, eos_token="<|endoftext|>",
+                                   bos_token="<|endoftext|>")
