@@ -1,4 +1,4 @@
-"""`jaxeval` command line: run, agent-bench, convert.
+"""`jaxeval` command line: run, agent-bench, score, convert.
 
 Flag names follow lm-eval-harness (--model, --model_args, --tasks, --limit, --output_path) and
 the longctx-agent-bench card (--data, --sets, --lengths, --mode, --out).
@@ -78,6 +78,13 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def cmd_score(args) -> int:
+    """Re-score saved predictions without loading a model."""
+    from jaxeval.benchmarks.longbench.cli import cmd_score_longbench
+
+    return cmd_score_longbench(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxeval", description="Long-context LM evaluation in JAX/Flax")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -102,6 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--mode", choices=("auto", "text"), default="auto")
     ab.add_argument("--out", default=None, help="output JSON file")
     ab.set_defaults(func=cmd_agent_bench)
+
+    score = sub.add_parser("score", help="re-score saved predictions (no model)")
+    score.add_argument("--benchmark", choices=("longbench",), required=True)
+    from jaxeval.benchmarks.longbench.cli import add_score_arguments
+
+    add_score_arguments(score)
+    score.set_defaults(func=cmd_score)
 
     conv = sub.add_parser("convert", help="HF safetensors folder -> jaxeval Orbax checkpoint")
     conv.add_argument("src")
