@@ -57,6 +57,20 @@ class Model:
         self.stats["tokens"] += int(np.max(positions))
         return result
 
+    def generate(self, prompts, max_new_tokens: int, stop=None, temperature: float = 0.0, top_p: float = 1.0,
+                 seed: int = 0, *, batch_size: int = 8):
+        """Generate after each token-id prompt -> list of jaxeval.engine.generate.Generation, in prompt order.
+
+        Stops at config.eos_token_ids and the tokenizer's eos, at the first of the stop strings
+        (the text is cut before it) or after max_new_tokens. temperature 0 is greedy; sampling is
+        reproducible from the seed. See jaxeval.engine.generate.generate.
+        """
+        from jaxeval.engine.generate import generate as engine_generate
+
+        return engine_generate(self._params, self.config, prompts, max_new_tokens, stop=stop, temperature=temperature,
+                               top_p=top_p, seed=seed, tokenizer=self.tokenizer, backend=self.attention,
+                               prefill_chunk_len=self.prefill_chunk, batch_size=batch_size)
+
 
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
                prefill_chunk: int = 2048, load_tokenizer: bool = True) -> Model:

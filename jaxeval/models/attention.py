@@ -7,11 +7,13 @@ s <= q and, when window > 0, q - s < window. Scores and softmax are float32.
 - xla: the reference; materialises [T, S] scores. Differentiable (used for training).
 - chunked: blockwise online softmax; key blocks that are fully masked (beyond the causal
   diagonal or before the sliding window) are never computed. The CPU and fallback path.
+
+decode_attention (one query against a stacked KV cache, read in place) serves token-by-token
+generation whatever the backend.
 """
 
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -102,3 +104,42 @@ def get_attention(backend: str):
     if backend == "chunked":
         return chunked_attention
     raise ValueError(f"unknown attention backend {backend!r} (available: {', '.join(BACKENDS)})")
+
+
+def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512):
+    """One query against one layer of a stacked KV cache, for token-by-token decoding.
+
+    q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written);
+    layer, position int scalars. Key blocks are sliced straight out of the stacked cache and only
+    those the query can see (causal, sliding window) are visited, so the cache is never copied
+    (every backend decodes with this: one query row has no long query blocks to tile).
+    """
+    h, d = q.shape
+    s_len, num_kv = cache_k.shape[1], cache_k.shape[2]
+    bk = min(block_k, s_len)
+    if s_len % bk:
+        raise ValueError(f"decode attention needs the cache length {s_len} to be a multiple of {bk}")
+    rows = q.reshape(num_kv, h // num_kv, d)  # the query heads of each KV group
+    first = jnp.where(window > 0, jnp.maximum(position - window + 1, 0), 0) // bk
+    last = position // bk + 1
+
+    def key_block(j, carry):
+        m, l, acc = carry
+        kb = jax.lax.dynamic_slice(cache_k, (layer, j * bk, 0, 0), (1, bk, num_kv, d))[0]  # [bk, KV, hd]
+        vb = jax.lax.dynamic_slice(cache_v, (layer, j * bk, 0, 0), (1, bk, num_kv, d))[0]
+        s = jnp.einsum("kgd,skd->kgs", rows, kb, preferred_element_type=jnp.float32) * scale
+        if softcap:
+            s = jnp.tanh(s / softcap) * softcap
+        diff = position - (j * bk + jnp.arange(bk))
+        s = jnp.where((diff >= 0) & ((window <= 0) | (diff < window)), s, MASK_VALUE)
+        m_new = jnp.maximum(m, s.max(axis=-1))
+        p = jnp.exp(s - m_new[..., None])
+        alpha = jnp.exp(m - m_new)
+        pv = jnp.einsum("kgs,skd->kgd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)
+        return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
+
+    shape = (num_kv, h // num_kv)
+    init = (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
+            jnp.zeros(shape + (d,), jnp.float32))
+    _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
+    return (acc / l[..., None]).reshape(h, d).astype(q.dtype)

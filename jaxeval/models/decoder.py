@@ -94,13 +94,8 @@ def _activation(c: ModelConfig, x):
     return jax.nn.silu(x) if c.hidden_act == "silu" else jax.nn.gelu(x, approximate=True)
 
 
-def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None, start=0, backend="xla"):
-    """One decoder layer. x [B, T, D]; positions int [T] (absolute); window int scalar (0 = none).
-
-    cache: (k, v) [B, S, KV, hd] holding keys/values of positions < start; this chunk's are written
-    at `start` and attention runs over the whole cache. Without a cache, attention is over x alone.
-    Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd].
-    """
+def attention_inputs(lp, c: ModelConfig, x, positions, inv_freq):
+    """x [B, T, D] -> q [B, T, H, hd], k, v [B, T, KV, hd]: normed, projected, biased, q/k-normed, rotated."""
     eps, plus_one = c.rms_norm_eps, c.norm_plus_one
     h = rms_norm(x, lp["attn_norm"], eps, plus_one)
     q = jnp.einsum("btd,dhk->bthk", h, lp["wq"])
@@ -111,15 +106,12 @@ def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None
     if c.qk_norm:
         q = rms_norm(q, lp["q_norm"], eps, plus_one)
         k = rms_norm(k, lp["k_norm"], eps, plus_one)
-    q = apply_rope(q, positions, inv_freq)
-    k = apply_rope(k, positions, inv_freq)
-    if cache is None:
-        keys, values, q_start = k, v, 0
-    else:
-        keys = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), start, axis=1)
-        values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
-        q_start = start
-    attn = get_attention(backend)(q, keys, values, q_start, window, c.attention_scale, c.attn_logit_softcap)
+    return apply_rope(q, positions, inv_freq), apply_rope(k, positions, inv_freq), v
+
+
+def layer_output(lp, c: ModelConfig, x, attn):
+    """The rest of a layer after attention: x [B, T, D], attn [B, T, H, hd] -> x [B, T, D]."""
+    eps, plus_one = c.rms_norm_eps, c.norm_plus_one
     out = jnp.einsum("bthk,hkd->btd", attn, lp["wo"])
     if c.sandwich_norm:
         out = rms_norm(out, lp["post_attn_norm"], eps, plus_one)
@@ -129,7 +121,25 @@ def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None
     out = mlp @ lp["w_down"]
     if c.sandwich_norm:
         out = rms_norm(out, lp["post_mlp_norm"], eps, plus_one)
-    return x + out, (k, v)
+    return x + out
+
+
+def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None, start=0, backend="xla"):
+    """One decoder layer. x [B, T, D]; positions int [T] (absolute); window int scalar (0 = none).
+
+    cache: (k, v) [B, S, KV, hd] holding keys/values of positions < start; this chunk's are written
+    at `start` and attention runs over the whole cache. Without a cache, attention is over x alone.
+    Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd].
+    """
+    q, k, v = attention_inputs(lp, c, x, positions, inv_freq)
+    if cache is None:
+        keys, values, q_start = k, v, 0
+    else:
+        keys = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), start, axis=1)
+        values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
+        q_start = start
+    attn = get_attention(backend)(q, keys, values, q_start, window, c.attention_scale, c.attn_logit_softcap)
+    return layer_output(lp, c, x, attn), (k, v)
 
 
 def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla"):

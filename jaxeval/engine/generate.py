@@ -1,0 +1,260 @@
+"""Generation: per-prompt bucketed prefill into a shared KV cache, then a jitted batched decode step.
+
+Shapes are fixed per (batch bucket, cache bucket), so nothing recompiles per token, per prompt
+length or per sampling setting: a batch of prompts is padded to a power-of-two number of rows,
+and its KV cache [rows, L, S, KV, hd] gets S = the length-ladder rung holding the longest prompt
+plus the new tokens.
+
+- Prefill runs each prompt alone, chunk by chunk (chunk length from the prompt's ladder rung),
+  into its row of the cache; the row and the chunk start are traced. It writes every prompt token
+  but the last, so a short prompt costs its own chunks, not the longest prompt's, and needs no head.
+- Decode is written for one sequence and vmapped over the rows with per-row positions, so rows of
+  different lengths decode together. The first step feeds each prompt's last token. Each layer
+  writes its K/V into the donated cache in place and attends from it (decode_attention reads key
+  blocks straight out of the stacked cache: no copy of the cache per step). Sampling happens on
+  device; the host gets one [rows] int32 transfer per step, dispatched one step ahead so its EOS /
+  stop-string bookkeeping overlaps the next step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxeval.engine.buckets import chunk_size, length_bucket
+from jaxeval.engine.sampling import choose_tokens, prompt_keys
+from jaxeval.errors import InputTooLongError
+from jaxeval.models.attention import decode_attention
+from jaxeval.models.config import ModelConfig
+from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers
+from jaxeval.models.rope import layer_inverse_frequencies
+
+FINISH_REASONS = ("eos", "stop", "length")
+
+
+@dataclasses.dataclass(frozen=True)
+class Generation:
+    tokens: list[int]  # new token ids; the EOS token is included when it ended the generation
+    text: str  # tokens decoded (special tokens skipped), cut before the first stop string; "" without a tokenizer
+    finish_reason: str  # "eos" | "stop" | "length"
+
+
+def batch_bucket(n: int) -> int:
+    """Rows of a decode batch: the next power of two >= n."""
+    rows = 1
+    while rows < n:
+        rows *= 2
+    return rows
+
+
+@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1, 2))
+def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, *, config, backend):
+    """Write the K/V of one prompt chunk into cache row `row`.
+
+    cache_k, cache_v [B, L, S, KV, hd]; chunk_ids int [1, C] (positions start .. start + C - 1);
+    start, row int scalars. Positions past the prompt hold padding; decoding overwrites them before
+    any query can see them (a query at position q sees keys <= q only).
+    """
+    c = chunk_ids.shape[1]
+    row_cache = tuple(jnp.swapaxes(jax.lax.dynamic_slice_in_dim(cache, row, 1, axis=0), 0, 1)
+                      for cache in (cache_k, cache_v))  # [L, 1, S, KV, hd], run_layers' layout
+    x = embed_tokens(params, config, chunk_ids)
+    _, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), row_cache, start, backend)
+    at = (row, 0, start, 0, 0)
+    return (jax.lax.dynamic_update_slice(cache_k, jnp.swapaxes(k_new, 0, 1).astype(cache_k.dtype), at),
+            jax.lax.dynamic_update_slice(cache_v, jnp.swapaxes(v_new, 0, 1).astype(cache_v.dtype), at))
+
+
+def _decode_row(params, cache_k, cache_v, token, position, config):
+    """One sequence, one token: token (int scalar) at `position`; cache [L, S, KV, hd] holding positions < position.
+
+    Each layer writes its K/V at `position` into the cache (carried through the layer scan, so the
+    write is in place) and attends from it. Returns (float32 logits [V] of the next token, cache).
+    """
+    inv_freq = jnp.asarray(layer_inverse_frequencies(config))
+    windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
+    positions = position + jnp.arange(1)
+
+    def layer(carry, xs):
+        x, cache_k, cache_v = carry
+        lp, freq, window, i = xs
+        q, k, v = attention_inputs(lp, config, x, positions, freq)  # [1, 1, H or KV, hd]: one layer, one position
+        cache_k = jax.lax.dynamic_update_slice(cache_k, k.astype(cache_k.dtype), (i, position, 0, 0))
+        cache_v = jax.lax.dynamic_update_slice(cache_v, v.astype(cache_v.dtype), (i, position, 0, 0))
+        attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, window, config.attention_scale,
+                                config.attn_logit_softcap)
+        return (layer_output(lp, config, x, attn[None, None]), cache_k, cache_v), None
+
+    x = embed_tokens(params, config, token[None, None])
+    xs = (params["layers"], inv_freq, windows, jnp.arange(config.num_layers))
+    (x, cache_k, cache_v), _ = jax.lax.scan(layer, (x, cache_k, cache_v), xs)
+    return final_logits(params, config, x[0, 0]), cache_k, cache_v
+
+
+@functools.partial(jax.jit, static_argnames=("config",), donate_argnums=(1, 2))
+def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, *, config):
+    """Feed tokens int [B] at positions int [B] (one per row); write their K/V; sample the next tokens.
+
+    cache_k, cache_v [B, L, S, KV, hd], donated and updated in place.
+    Returns (next tokens int32 [B], positions + 1, cache_k, cache_v).
+    """
+    logits, cache_k, cache_v = jax.vmap(_decode_row, in_axes=(None, 0, 0, 0, 0, None))(
+        params, cache_k, cache_v, tokens, positions, config)
+    return choose_tokens(logits, keys, positions, temperature, top_p), positions + 1, cache_k, cache_v
+
+
+def check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, config: ModelConfig, tokenizer):
+    """Validate a request before anything compiles -> (prompts as int32 arrays, stop strings tuple)."""
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence) and not isinstance(prompts, np.ndarray):
+        raise ValueError(f"generate: prompts must be a list of token-id lists, got {type(prompts).__name__}")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, (int, np.integer)) or max_new_tokens < 1:
+        raise ValueError(f"generate: max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+    if not temperature >= 0:
+        raise ValueError(f"generate: temperature must be >= 0 (0 = greedy), got {temperature!r}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"generate: top_p must be in (0, 1], got {top_p!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 32:
+        raise ValueError(f"generate: seed must be an integer in [0, 2**32), got {seed!r}")
+    stop = (stop,) if isinstance(stop, str) else tuple(stop or ())
+    if any(not isinstance(s, str) or not s for s in stop):
+        raise ValueError(f"generate: stop must be a string or a list of non-empty strings, got {stop!r}")
+    if stop and tokenizer is None:
+        raise ValueError("generate: stop strings need a tokenizer, and this model has none")
+    arrays = []
+    for i, p in enumerate(prompts):
+        a = np.asarray(p)
+        if a.ndim != 1 or a.size == 0 or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"generate: prompt {i} must be a non-empty 1-D list of token ids, got shape {a.shape} "
+                             f"{a.dtype}")
+        out = a[(a < 0) | (a >= config.vocab_size)]
+        if out.size:
+            raise ValueError(f"generate: prompt {i} holds token id {int(out[0])} outside the vocabulary "
+                             f"[0, {config.vocab_size})")
+        if a.size + max_new_tokens > config.max_position_embeddings:
+            raise InputTooLongError(
+                f"generate: prompt {i} has {a.size} tokens; with max_new_tokens={max_new_tokens} that is "
+                f"{a.size + max_new_tokens}, beyond the model's max_position_embeddings="
+                f"{config.max_position_embeddings}")
+        arrays.append(a.astype(np.int32))
+    return arrays, stop
+
+
+class _RowOutput:
+    """Host-side bookkeeping of one prompt's new tokens: EOS, stop strings, length."""
+
+    def __init__(self, max_new_tokens, eos, stop, tokenizer):
+        self.max_new_tokens, self.eos, self.stop, self.tokenizer = max_new_tokens, eos, stop, tokenizer
+        self.tokens: list[int] = []
+        self.finish_reason: str | None = None
+
+    def decode(self) -> str:
+        if self.tokenizer is None:
+            return ""
+        return self.tokenizer.decode(self.tokens, skip_special_tokens=True)
+
+    def add(self, token: int):
+        self.tokens.append(token)
+        if token in self.eos:
+            self.finish_reason = "eos"
+        elif self.stop and self.first_stop(self.decode()) is not None:
+            self.finish_reason = "stop"
+        elif len(self.tokens) == self.max_new_tokens:
+            self.finish_reason = "length"
+
+    def first_stop(self, text: str) -> int | None:
+        """Where the earliest stop string starts in text (None when there is none)."""
+        return min((i for i in (text.find(s) for s in self.stop) if i >= 0), default=None)
+
+    def result(self) -> Generation:
+        text = self.decode()
+        cut = self.first_stop(text)
+        return Generation(tokens=list(self.tokens), text=text if cut is None else text[:cut],
+                          finish_reason=self.finish_reason)
+
+
+def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=None, temperature: float = 0.0,
+             top_p: float = 1.0, seed: int = 0, tokenizer=None, eos_token_ids=None, backend: str = "chunked",
+             prefill_chunk_len: int = 2048, batch_size: int = 8) -> list[Generation]:
+    """Generate up to max_new_tokens after each prompt (a list of token-id lists of any lengths).
+
+    eos_token_ids: the ids that end a generation; by default config.eos_token_ids plus the
+    tokenizer's eos. stop: strings that end it on the host; the text is cut before the first one
+    (the tokens keep everything generated). temperature 0 is greedy; otherwise temperature, then
+    top_p, then a draw keyed by (seed, prompt index, position). Prompts are batched batch_size at a
+    time, longest first, each batch padded to a power-of-two number of rows; results come back in
+    the order of `prompts`.
+    """
+    arrays, stop = check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, config, tokenizer)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"generate: batch_size must be a positive integer, got {batch_size!r}")
+    if eos_token_ids is None:
+        eos_token_ids = set(config.eos_token_ids)
+        if tokenizer is not None and getattr(tokenizer, "eos_token_id", None) is not None:
+            eos_token_ids.add(int(tokenizer.eos_token_id))
+    eos = frozenset(int(t) for t in eos_token_ids)
+
+    order = sorted(range(len(arrays)), key=lambda i: -arrays[i].size)  # similar lengths batch together
+    results: list[Generation | None] = [None] * len(arrays)
+    for first in range(0, len(order), batch_size):
+        group = order[first:first + batch_size]
+        rows = [_RowOutput(max_new_tokens, eos, stop, tokenizer) for _ in group]
+        _generate_batch(params, config, [arrays[i] for i in group], group, rows, max_new_tokens,
+                        temperature=temperature, top_p=top_p, seed=seed, backend=backend,
+                        prefill_chunk_len=prefill_chunk_len)
+        for i, row in zip(group, rows):
+            results[i] = row.result()
+    return results
+
+
+def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *, temperature, top_p, seed,
+                    backend, prefill_chunk_len):
+    """Prefill then decode one batch; fills rows (one _RowOutput per prompt) in place.
+
+    Prefill writes all prompt tokens but the last; the first decode step feeds the last one and
+    samples the first new token, so prefill needs no head and every token comes from decode_step.
+    """
+    n, b = len(prompts), batch_bucket(len(prompts))
+    lengths = np.ones(b, np.int32)  # padding rows: a one-token prompt (token 0); their output is dropped
+    lengths[:n] = [p.size for p in prompts]
+    longest = int(lengths.max())
+    cache_len = length_bucket(longest + max_new_tokens - 1)  # the last new token is never fed back
+    chunk = chunk_size(length_bucket(longest), prefill_chunk_len)
+    while cache_len % chunk:  # chunks must tile the cache (always true on the ladder; kept for safety)
+        chunk //= 2
+
+    dtype = params["embed"].dtype
+    cache_shape = (b, config.num_layers, cache_len, config.num_kv_heads, config.head_dim)
+    cache_k, cache_v = jnp.zeros(cache_shape, dtype), jnp.zeros(cache_shape, dtype)
+    for r, prompt in enumerate(prompts):
+        padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
+        padded[0, :prompt.size] = prompt
+        for start in range(0, prompt.size - 1, chunk):
+            cache_k, cache_v = prefill_row(params, cache_k, cache_v, jnp.asarray(padded[:, start:start + chunk]),
+                                           jnp.int32(start), jnp.int32(r), config=config, backend=backend)
+
+    ids = np.zeros(b, np.int32)
+    ids[:n] = prompt_ids
+    keys = prompt_keys(np.uint32(seed), jnp.asarray(ids))
+    temperature, top_p = jnp.float32(temperature), jnp.float32(top_p)
+    last = np.zeros(b, np.int32)
+    last[:n] = [p[-1] for p in prompts]
+
+    def step(tokens, positions, cache_k, cache_v):
+        return decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, config=config)
+
+    upcoming, positions, cache_k, cache_v = step(jnp.asarray(last), jnp.asarray(lengths - 1), cache_k, cache_v)
+    for produced in range(1, max_new_tokens + 1):
+        tokens = upcoming
+        if produced < max_new_tokens:  # dispatch the next step before waiting for this one's tokens
+            upcoming, positions, cache_k, cache_v = step(tokens, positions, cache_k, cache_v)
+        new = np.asarray(tokens)  # the one device -> host transfer per step
+        for row, token in zip(rows, new[:n].tolist()):
+            if row.finish_reason is None:
+                row.add(token)
+        if all(row.finish_reason is not None for row in rows):
+            break
