@@ -43,31 +43,69 @@ def _split_list(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-def cmd_agent_bench(args) -> int:
+def _agent_bench(model, args) -> tuple[dict, str]:
     from jaxeval.benchmarks.agent_bench import format_rows_table, run_agent_bench
-    from jaxeval.results.files import write_json_atomic
-    from jaxeval.results.metadata import run_metadata
 
-    t0 = time.perf_counter()
-    model = _load(args)
     if model.tokenizer is None:
         raise JaxevalError(f"{args.model}: the model folder has no tokenizer; longctx-agent-bench needs one")
     result = run_agent_bench(model, model.tokenizer, args.data, sets=_split_list(args.sets),
                              lengths=_split_list(args.lengths), limit=args.limit, mode=args.mode)
+    return result, format_rows_table(result)
+
+
+def _longbench(model, args, e: bool) -> tuple[dict, str]:
+    from jaxeval.benchmarks.longbench import format_scores_table, run_longbench
+
+    if model.tokenizer is None:
+        raise JaxevalError(f"{args.model}: the model folder has no tokenizer; LongBench needs one")
+    kwargs = {"data": args.longbench_data} if args.longbench_data else {}
+    result = run_longbench(model, model.tokenizer, e=e, limit=args.limit, batch_size=args.batch_size, **kwargs)
+    return result, format_scores_table(result)
+
+
+TASKS = {
+    "agent_bench": _agent_bench,
+    "longbench": lambda model, args: _longbench(model, args, e=False),
+    "longbench_e": lambda model, args: _longbench(model, args, e=True),
+}
+
+
+def _write(result: dict, model, args, t0: float) -> None:
+    from jaxeval.results.files import write_json_atomic
+    from jaxeval.results.metadata import run_metadata
+
     result["run"] = run_metadata(model, time.perf_counter() - t0)
-    result["run"]["data"] = str(args.data)
-    print(format_rows_table(result))
     if args.out:
         print(f"wrote {write_json_atomic(args.out, result)}")
+
+
+def cmd_agent_bench(args) -> int:
+    t0 = time.perf_counter()
+    model = _load(args)
+    result, table = _agent_bench(model, args)
+    result["data"] = str(args.data)
+    print(table)
+    _write(result, model, args, t0)
     return 0
 
 
 def cmd_run(args) -> int:
-    """The default suite: longctx-agent-bench facts at 8k on the embedded sample and model."""
+    """Run each of --tasks on one model; one results file with a section per task."""
+    tasks = _split_list(args.tasks)
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown or not tasks:
+        raise JaxevalError(f"unknown task {unknown[0] if unknown else '(none)'!r}; available: {', '.join(TASKS)}")
     if args.out is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         args.out = str(Path(args.output_path) / f"{Path(args.model).name}-{stamp}.json")
-    return cmd_agent_bench(args)
+    t0 = time.perf_counter()
+    model = _load(args)
+    results = {}
+    for task in tasks:
+        results[task], table = TASKS[task](model, args)
+        print(f"\n{task}\n{table}")
+    _write({"tasks": results}, model, args, t0)
+    return 0
 
 
 def cmd_convert(args) -> int:
@@ -91,9 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite (default: facts at 8k on the embedded model and sample)")
     _model_options(run, str(EMBEDDED_MODEL))
-    run.add_argument("--data", default=str(EMBEDDED_AGENT_DATA), help="longctx-agent-bench folder or hub id")
-    run.add_argument("--sets", default="facts")
-    run.add_argument("--lengths", default="8k")
+    run.add_argument("--tasks", default="agent_bench", help=f"comma-separated: {', '.join(TASKS)}")
+    run.add_argument("--batch_size", type=int, default=8, help="prompts generated together")
+    run.add_argument("--longbench_data", default=None, help="LongBench JSONL folder (default: embedded sample)")
+    run.add_argument("--data", default=str(EMBEDDED_AGENT_DATA), help="agent_bench: folder or hub id")
+    run.add_argument("--sets", default="facts", help="agent_bench configs")
+    run.add_argument("--lengths", default="8k", help="agent_bench splits")
     run.add_argument("--mode", choices=("auto", "text"), default="auto")
     run.add_argument("--limit", type=int, default=None, help="first N items per config and length")
     run.add_argument("--output_path", default="results", help="folder for the results JSON")

@@ -13,13 +13,14 @@ def test_default_run_scores_the_embedded_model(tmp_path, capsys):
     assert main(["run", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "Facts recalled at 8k tokens" in printed
-    result = json.loads(out.read_text())
+    everything = json.loads(out.read_text())
+    result = everything["tasks"]["agent_bench"]
     (row,) = result["rows"]
     assert row["row"] == "Facts recalled at 8k tokens"
     assert row["value"] >= 0.5  # the embedded model recalls far-back facts (README states the figure)
     facts = result["sets"]["facts"]["8k"]
     assert facts["items"] == 4 and facts["unaligned"] == 0
-    run = result["run"]
+    run = everything["run"]
     assert run["model"]["dtype"] == "float32" and run["model"]["model_type"] == "llama"
     assert run["tokens_read"] > 4 * 8000 and run["wall_time_s"] > 0
     assert {"jax", "flax", "jaxeval", "transformers"} <= set(run["versions"])
@@ -30,7 +31,7 @@ def test_agent_bench_writes_output_path_in_results_folder(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--limit", "1"]) == 0
     (written,) = (tmp_path / "results").glob("tiny_llama-*.json")
-    assert json.loads(written.read_text())["sets"]["facts"]["8k"]["items"] == 1
+    assert json.loads(written.read_text())["tasks"]["agent_bench"]["sets"]["facts"]["8k"]["items"] == 1
 
 
 def test_missing_model_is_one_clear_line(tmp_path, capsys):
@@ -79,3 +80,29 @@ def test_score_longbench_without_a_model(tmp_path, capsys):
                  "--output_path", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "result.json").read_text())
     assert "identical to" in capsys.readouterr().out
+
+
+def test_run_longbench_e_generates_and_scores(tmp_path, capsys):
+    """LongBench-E end to end on a random 1-layer model with the embedded tokenizer (fast)."""
+    from flax import nnx
+
+    from jaxeval.models.checkpoint import save_checkpoint
+    from jaxeval.models.config import config_from_hf
+    from jaxeval.models.decoder import Decoder
+
+    hf = dict(model_type="llama", vocab_size=4096, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+              num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096, eos_token_id=0)
+    params = Decoder(config_from_hf(hf), rngs=nnx.Rngs(0)).params()
+    save_checkpoint(tmp_path / "m", params, hf, "float32", tokenizer_from=EMBEDDED_MODEL)
+    out = tmp_path / "lb.json"
+    assert main(["run", "--model", str(tmp_path / "m"), "--tasks", "longbench_e", "--limit", "1",
+                 "--out", str(out)]) == 0
+    result = json.loads(out.read_text())["tasks"]["longbench_e"]
+    assert result["benchmark"] == "longbench_e"
+    assert len(result["scores"]) == 13
+    assert "0-4k" in capsys.readouterr().out
+
+
+def test_unknown_task_is_one_line(capsys):
+    assert main(["run", "--tasks", "nope"]) == 2
+    assert "unknown task 'nope'" in capsys.readouterr().err
