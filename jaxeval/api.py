@@ -57,6 +57,20 @@ class Model:
         self.stats["tokens"] += int(np.max(positions))
         return result
 
+    def read_many(self, requests):
+        """Teacher-forced reads of many (ids, positions, tokens) requests, each shared token prefix run once.
+
+        -> jaxeval.engine.prefix_reuse.SharedReads: results in request order (identical to separate
+        reads up to float32 noise), tokens_run and tokens_naive (one separate read per request).
+        """
+        from jaxeval.engine.prefix_reuse import read_many
+
+        shared = read_many(self._params, self.config, requests, backend=self.attention,
+                           prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype])
+        self.stats["reads"] += len(shared.results)
+        self.stats["tokens"] += shared.tokens_run
+        return shared
+
     def generate(self, prompts, max_new_tokens: int, stop=None, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int = 0, *, batch_size: int = 8):
         """Generate after each token-id prompt -> list of jaxeval.engine.generate.Generation, in prompt order.

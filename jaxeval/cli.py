@@ -49,7 +49,8 @@ def _agent_bench(model, args) -> tuple[dict, str]:
     if model.tokenizer is None:
         raise JaxevalError(f"{args.model}: the model folder has no tokenizer; longctx-agent-bench needs one")
     result = run_agent_bench(model, model.tokenizer, args.data, sets=_split_list(args.sets),
-                             lengths=_split_list(args.lengths), limit=args.limit, mode=args.mode)
+                             lengths=_split_list(args.lengths), limit=args.limit, mode=args.mode,
+                             save_scores=args.save_scores, reference_scores=args.reference_scores)
     return result, format_rows_table(result)
 
 
@@ -133,10 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--batch_size", type=int, default=8, help="prompts generated together")
     run.add_argument("--longbench_data", default=None, help="LongBench JSONL folder (default: embedded sample)")
     run.add_argument("--data", default=str(EMBEDDED_AGENT_DATA), help="agent_bench: folder or hub id")
-    run.add_argument("--sets", default="facts", help="agent_bench configs")
+    run.add_argument("--sets", default="facts,tool_calls,rules_en,rules_cs,rules_de", help="agent_bench configs")
     run.add_argument("--lengths", default="8k", help="agent_bench splits")
     run.add_argument("--mode", choices=("auto", "text"), default="auto")
     run.add_argument("--limit", type=int, default=None, help="first N items per config and length")
+    run.add_argument("--save_scores", default=None, help="agent_bench rules: write every target's scores")
+    run.add_argument("--reference_scores", default=None, help="agent_bench rules: the reference's saved scores")
     run.add_argument("--output_path", default="results", help="folder for the results JSON")
     run.add_argument("--out", default=None, help="exact results file (overrides --output_path)")
     run.set_defaults(func=cmd_run)
@@ -149,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     ab.add_argument("--limit", type=int, default=None, help="first N items per config and length")
     ab.add_argument("--mode", choices=("auto", "text"), default="auto")
     ab.add_argument("--out", default=None, help="output JSON file")
+    ab.add_argument("--save_scores", default=None, help="rules: write every target's scores (FILE.json.gz)")
+    ab.add_argument("--reference_scores", default=None, help="rules: the reference model's saved scores")
     ab.set_defaults(func=cmd_agent_bench)
 
     score = sub.add_parser("score", help="re-score saved predictions (no model)")

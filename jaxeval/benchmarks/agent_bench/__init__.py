@@ -2,7 +2,7 @@
 
 Host side only (no JAX): load and check items, align targets to the model's tokens, read
 them through any backend with read(ids, positions, tokens), score, and build the card's
-output. Only the facts config is implemented so far.
+output, for all five configs (facts, tool_calls, rules_en / rules_cs / rules_de).
 """
 
 from jaxeval.benchmarks.agent_bench.align import Alignment, align_stored_ids, align_text, stored_ids_problem
@@ -14,11 +14,14 @@ from jaxeval.benchmarks.agent_bench.facts import facts_metrics, score_facts_item
 from jaxeval.benchmarks.agent_bench.output import (
     HEADLINE_ROWS, format_rows_table, headline_rows, run_agent_bench,
 )
+from jaxeval.benchmarks.agent_bench.rules import rules_metrics
 from jaxeval.benchmarks.agent_bench.schema import validate_record
+from jaxeval.benchmarks.agent_bench.tool_calls import score_tool_calls_item, tool_calls_metrics
 
 __all__ = [
     "CONFIGS", "HEADLINE_ROWS", "HUB_ID", "SHIPPED_DATA", "SPLITS", "Alignment", "FactsItem",
     "FactsTarget", "align_stored_ids", "align_text", "facts_metrics", "format_rows_table",
     "headline_rows", "items_from_records", "load_split", "read_hub_records", "run_agent_bench",
-    "score_facts_item", "split_files", "stored_ids_problem", "validate_record",
+    "rules_metrics", "score_facts_item", "score_tool_calls_item", "split_files", "stored_ids_problem",
+    "tool_calls_metrics", "validate_record",
 ]

@@ -43,7 +43,57 @@ class FactsItem:
     origin: str = dataclasses.field(default="", compare=False)  # file and row, for messages
 
 
-def load_split(data: str | Path, config: str, split: str) -> list[FactsItem]:
+@dataclasses.dataclass(frozen=True)
+class ToolTarget:
+    char: tuple[int, int]  # [start, end) of the target in the text
+    target: str
+    kind: str  # name, param, next, command
+    far: bool
+    fresh: bool
+    definition_id: str
+    distance_tokens: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolCallsItem:
+    id: str
+    text: str
+    definitions: tuple[dict, ...]  # {id, text, char}: carried through, never scored
+    targets: tuple[ToolTarget, ...]
+    sources: tuple[dict, ...]
+    stored_ids_field: str | None = None
+    stored_ids: tuple[int, ...] | None = None
+    origin: str = dataclasses.field(default="", compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class RuleTarget:
+    char_without_rule: int  # where the governed action starts in text_without_rule
+    char_with_rule: int  # ... and in text_with_rule
+    expected_text: str  # e.g. " rg": its first token is scored
+    original_text: str
+    distance_tokens: int
+    first: bool
+    mentioned: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class RulesItem:
+    id: str
+    text_without_rule: str
+    text_with_rule: str
+    rule: str
+    rule_char: tuple[int, int]  # span of the rule line in text_with_rule
+    family: str  # substitution, redirect, required
+    placement: str  # system, user
+    lang: str
+    context_id: str
+    targets: tuple[RuleTarget, ...]
+    sources: tuple[dict, ...]
+    origin: str = dataclasses.field(default="", compare=False)
+
+
+def load_split(data: str | Path, config: str, split: str) -> list:
     """Every item of one config and split, checked against the config's schema.
 
     data: a local folder in the hub layout, or a hub id such as "thinletter/longctx-agent-bench"
@@ -168,5 +218,33 @@ def _facts_item(record: dict[str, Any], origin: str) -> FactsItem:
     )
 
 
-# config -> record-to-item conversion (beside schema.SCHEMAS; tool_calls and rules_* join both).
-ITEM_BUILDERS = {"facts": _facts_item}
+def _sources(record: dict) -> tuple[dict, ...]:
+    return tuple(dict(source) for source in record["sources"])
+
+
+def _tool_calls_item(record: dict[str, Any], origin: str) -> ToolCallsItem:
+    stored_ids_field, stored_ids = _stored_ids(record)
+    return ToolCallsItem(
+        id=record["id"], text=record["text"],
+        definitions=tuple({"id": d["id"], "text": d["text"], "char": tuple(d["char"])}
+                          for d in record["definitions"]),
+        targets=tuple(ToolTarget(char=tuple(t["char"]), target=t["target"], kind=t["kind"], far=t["far"],
+                                 fresh=t["fresh"], definition_id=t["definition_id"],
+                                 distance_tokens=t["distance_tokens"]) for t in record["targets"]),
+        sources=_sources(record), stored_ids_field=stored_ids_field, stored_ids=stored_ids, origin=origin)
+
+
+def _rules_item(record: dict[str, Any], origin: str) -> RulesItem:
+    return RulesItem(
+        id=record["id"], text_without_rule=record["text_without_rule"],
+        text_with_rule=record["text_with_rule"], rule=record["rule"], rule_char=tuple(record["rule_char"]),
+        family=record["family"], placement=record["placement"], lang=record["lang"],
+        context_id=record["context_id"],
+        targets=tuple(RuleTarget(**{name: t[name] for name in RuleTarget.__dataclass_fields__})
+                      for t in record["targets"]),
+        sources=_sources(record), origin=origin)
+
+
+# config -> record-to-item conversion (beside schema.SCHEMAS).
+ITEM_BUILDERS = {"facts": _facts_item, "tool_calls": _tool_calls_item,
+                 "rules_en": _rules_item, "rules_cs": _rules_item, "rules_de": _rules_item}

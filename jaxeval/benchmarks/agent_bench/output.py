@@ -1,9 +1,10 @@
 """run_agent_bench: load, read, score every requested config and length; the card's output.
 
 Output: `rows` (the card's headline rows, in its order and wording, for the sets that were
-run), `sets` (every metric per config and length, with counts), `reference` (null until the
-rules configs exist), `mode` (what was actually used: "text", "stored_ids" or "mixed"),
-plus `mode_requested` and `mode_notes` (why auto fell back to text).
+run), `sets` (every metric per config and length, with counts), `reference` (what the rules
+configs were compared with), `mode` (what was actually used: "text", "stored_ids" or
+"mixed"), `tokens` (rules configs: tokens run vs the naive count), plus `mode_requested` and
+`mode_notes` (why auto fell back to text).
 """
 
 from __future__ import annotations
@@ -15,25 +16,41 @@ from typing import Sequence
 from jaxeval.benchmarks.agent_bench.align import MODES
 from jaxeval.benchmarks.agent_bench.data import CONFIGS, SPLITS, load_split
 from jaxeval.benchmarks.agent_bench.facts import facts_metrics, score_facts_item
+from jaxeval.benchmarks.agent_bench.schema import RULE_LANGS
+from jaxeval.benchmarks.agent_bench.tool_calls import score_tool_calls_item, tool_calls_metrics
 from jaxeval.errors import ConfigError, DataError
 
-IMPLEMENTED_SETS = ("facts",)
+IMPLEMENTED_SETS = CONFIGS
+
+
+# configs read one text per item: config -> (score one item, metrics of one split)
+SINGLE_READ_CONFIGS = {"facts": (score_facts_item, facts_metrics),
+                       "tool_calls": (score_tool_calls_item, tool_calls_metrics)}
+RULES_CONFIGS = tuple(RULE_LANGS)
 
 
 @dataclasses.dataclass(frozen=True)
 class HeadlineRow:
     title: str  # the card's wording
     config: str
-    split: str
-    metric: str  # key in sets[config][split]
+    split: str  # "8k", "32k", or "8k+32k" for a worst case over both lengths
+    metric: str  # key in sets[config][split], or "worst_retained" (lowest retained over the cells)
 
 
-# In the card's order. Rows of configs not implemented yet are added here, in place, when
-# they are: tool_calls ("Distant tool calls at 8k / 32k tokens", far accuracy), then the rules
-# rows (follow at 8k / 32k, worst retained over 12 cells, per language).
+# In the card's order and wording.
 HEADLINE_ROWS = (
     HeadlineRow("Facts recalled at 8k tokens", "facts", "8k", "query_accuracy"),
     HeadlineRow("Facts recalled at 32k tokens", "facts", "32k", "query_accuracy"),
+    HeadlineRow("Distant tool calls at 8k tokens", "tool_calls", "8k", "far_accuracy"),
+    HeadlineRow("Distant tool calls at 32k tokens", "tool_calls", "32k", "far_accuracy"),
+    HeadlineRow("Rules followed at 8k tokens", "rules_en", "8k", "follow"),
+    HeadlineRow("Rules followed at 32k tokens", "rules_en", "32k", "follow"),
+    HeadlineRow("Rules kept far back, worst case (1.00 = as the original)", "rules_en", "8k+32k",
+                "worst_retained"),
+    HeadlineRow("Czech rules kept far back, worst case", "rules_cs", "8k+32k", "worst_retained"),
+    HeadlineRow("German rules kept far back, worst case", "rules_de", "8k+32k", "worst_retained"),
+    HeadlineRow("Rules in Czech followed at 32k tokens", "rules_cs", "32k", "follow"),
+    HeadlineRow("Rules in German followed at 32k tokens", "rules_de", "32k", "follow"),
 )
 
 
@@ -45,12 +62,15 @@ def _check_choice(kind: str, chosen: Sequence[str], available: Sequence[str]) ->
 
 def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = ("facts",),
                     lengths: Sequence[str] = ("8k", "32k"), limit: int | None = None,
-                    mode: str = "auto") -> dict:
+                    mode: str = "auto", save_scores: str | Path | None = None,
+                    reference_scores: str | Path | None = None) -> dict:
     """Score `backend` (anything with read(ids, positions, tokens)) on longctx-agent-bench.
 
-    data: a local folder in the hub layout or a hub id. sets: configs of the card (only
-    "facts" so far). lengths: "8k", "32k". limit: the first N items per config and length.
-    mode: "auto" (stored qwen_* ids when present and consistent, else text) or "text".
+    data: a local folder in the hub layout or a hub id. sets: configs of the card. lengths:
+    "8k", "32k". limit: the first N items per config and length. mode: "auto" (stored qwen_*
+    ids when present and consistent, else text) or "text". save_scores: a .json.gz file to
+    store every rules target's two scores in (the reference of a later run);
+    reference_scores: such a file, read back as the reference of the rules configs.
     """
     sets, lengths = tuple(sets), tuple(lengths)
     for name in sets:
@@ -66,35 +86,80 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
 
     results: dict[str, dict[str, dict]] = {}
     notes: list[str] = []
-    for config in sets:
+    for config in (c for c in sets if c in SINGLE_READ_CONFIGS):
+        score_item, metrics_of = SINGLE_READ_CONFIGS[config]
         for split in lengths:
             items = load_split(data, config, split)[:limit]
-            outcomes = [score_facts_item(backend, tokenizer, item, split, mode) for item in items]
-            results.setdefault(config, {})[split] = facts_metrics(outcomes)
+            outcomes = [score_item(backend, tokenizer, item, split, mode) for item in items]
+            results.setdefault(config, {})[split] = metrics_of(outcomes)
             for outcome in outcomes:
                 if outcome.mode_note:
                     note = f"{config}/{split}: {outcome.mode_note}"
                     if note not in notes:
                         notes.append(note)
+    output = {"reference": None, "mode_requested": mode}
+    rules_sets = [c for c in sets if c in RULES_CONFIGS]
+    if rules_sets:
+        from jaxeval.benchmarks.agent_bench.rules_run import run_rules
+
+        rules = run_rules(backend, tokenizer, data, rules_sets, lengths, limit, mode,
+                          save_scores=save_scores, reference_scores=reference_scores)
+        for config in rules_sets:
+            results[config] = rules["sets"][config]
+        notes.extend(rules["notes"])
+        output["reference"] = rules["reference"]
+        output["tokens"] = rules["tokens"]
     used = {metrics["mode"] for splits in results.values() for metrics in splits.values()} - {None}
     return {
         "rows": headline_rows(results),
         "sets": results,
-        "reference": None,
+        **output,
         "mode": used.pop() if len(used) == 1 else ("mixed" if used else None),
-        "mode_requested": mode,
         "mode_notes": notes,
     }
 
 
 def headline_rows(sets: dict[str, dict[str, dict]]) -> list[dict]:
-    """The card's headline rows whose config and length were run, in the card's order."""
-    return [
-        {"row": row.title, "value": sets[row.config][row.split][row.metric],
-         "config": row.config, "split": row.split, "metric": row.metric}
-        for row in HEADLINE_ROWS
-        if row.split in sets.get(row.config, {})
-    ]
+    """The card's headline rows whose config and length were run, in the card's order.
+
+    A worst-case row takes the lowest non-null retained over the cells (3 families x 2
+    placements) of the lengths that were run; its `split` names them.
+    """
+    rows = []
+    for row in HEADLINE_ROWS:
+        splits = sets.get(row.config, {})
+        if row.metric == "worst_retained":
+            run = [split for split in SPLITS if split in splits]
+            if not run:
+                continue
+            cells = [cell for split in run for cell in splits[split]["cells"].values()
+                     if cell["placement"] != "all" and cell["family"] != "all"]
+            values = [cell["retained"] for cell in cells if cell["retained"] is not None]
+            rows.append({"row": row.title, "value": min(values) if values else None, "config": row.config,
+                         "split": "+".join(run), "metric": row.metric, "cells": len(cells),
+                         "scored": sum(cell["counted"] for cell in cells),
+                         "total": sum(cell["targets"] for cell in cells)})
+        elif row.split in splits:
+            metrics = splits[row.split]
+            scored, total = _row_counts(row, metrics)
+            rows.append({"row": row.title, "value": _metric(metrics, row.metric), "config": row.config,
+                         "split": row.split, "metric": row.metric, "scored": scored, "total": total})
+    return rows
+
+
+def _metric(metrics: dict, metric: str):
+    if metric == "follow":  # the rules rows: rules in the system prompt, all families
+        return metrics["cells"]["system/all"]["follow"]
+    return metrics[metric]
+
+
+def _row_counts(row: HeadlineRow, metrics: dict) -> tuple[int, int]:
+    if row.config == "facts":
+        return metrics["scored"], metrics["queries"]
+    if row.config == "tool_calls":
+        return metrics["far_scored"], metrics["far_targets"]
+    cell = metrics["cells"]["system/all"]
+    return cell["counted"], cell["targets"]
 
 
 def format_rows_table(result: dict) -> str:
@@ -102,9 +167,8 @@ def format_rows_table(result: dict) -> str:
     header = ("row", "value", "from", "scored")
     lines = []
     for row in result["rows"]:
-        counts = result["sets"][row["config"]][row["split"]]
         lines.append((row["row"], "n/a" if row["value"] is None else f"{row['value']:.2f}",
-                      f"{row['config']}/{row['split']}", f"{counts['scored']} of {counts['queries']}"))
+                      f"{row['config']}/{row['split']}", f"{row['scored']} of {row['total']}"))
     widths = [max(len(cells[i]) for cells in (header, *lines)) for i in range(len(header))]
 
     def render(cells: Sequence[str]) -> str:

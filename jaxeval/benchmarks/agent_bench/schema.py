@@ -5,8 +5,7 @@ A schema is data: a dict from field name to a spec. Specs are `str`, `int`, `boo
 struct) or `ListOf(dict)` (a list of structs). Fields not in the schema (`qwen_*` ids, extra
 metadata of the published files) are allowed and ignored here.
 
-Only `facts` is filled in; tool_calls and rules_* get their schemas beside it when they are
-implemented (see specs/agent-bench.md for their fields).
+The fields and encodings are those of specs/agent-bench.md.
 """
 
 from __future__ import annotations
@@ -39,8 +38,26 @@ FACTS_TARGET = {
 FACTS_SOURCE = {"dataset": str, "config": str, "split": str, "articles": STR_LIST}
 FACTS = {"id": str, "text": str, "targets": ListOf(FACTS_TARGET), "source": FACTS_SOURCE}
 
-# config -> item schema. Configs of the card that are not implemented yet are absent.
-SCHEMAS: dict[str, dict[str, Any]] = {"facts": FACTS}
+SOURCE = {"dataset": str, "revision": str, "license": str, "tokens": int, "documents": int}
+TOOL_KINDS = ("name", "param", "next", "command")
+TOOL_DEFINITION = {"id": str, "text": str, "char": Span("text")}
+TOOL_TARGET = {"char": Span("text"), "target": str, "kind": str, "far": bool, "fresh": bool,
+               "definition_id": str, "distance_tokens": int}
+TOOL_CALLS = {"id": str, "text": str, "definitions": ListOf(TOOL_DEFINITION),
+              "targets": ListOf(TOOL_TARGET), "sources": ListOf(SOURCE)}
+
+RULE_FAMILIES = ("substitution", "redirect", "required")
+RULE_PLACEMENTS = ("system", "user")
+RULE_LANGS = {"rules_en": "en", "rules_cs": "cs", "rules_de": "de"}
+RULE_TARGET = {"char_without_rule": int, "char_with_rule": int, "expected_text": str,
+               "original_text": str, "distance_tokens": int, "first": bool, "mentioned": bool}
+RULES = {"id": str, "text_without_rule": str, "text_with_rule": str, "rule": str,
+         "rule_char": Span("text_with_rule"), "family": str, "placement": str, "lang": str,
+         "context_id": str, "targets": ListOf(RULE_TARGET), "sources": ListOf(SOURCE)}
+
+# config -> item schema, as the card lists the configs.
+SCHEMAS: dict[str, dict[str, Any]] = {"facts": FACTS, "tool_calls": TOOL_CALLS,
+                                      **{config: RULES for config in RULE_LANGS}}
 
 
 def _type_name(value: Any) -> str:
@@ -105,6 +122,10 @@ def validate_record(record: Any, config: str, where: str) -> None:
     _check_struct(record, SCHEMAS[config], "", record, where)
     if config == "facts":
         _check_facts_strings(record, where)
+    elif config == "tool_calls":
+        _check_tool_calls(record, where)
+    else:
+        _check_rules(record, config, where)
 
 
 def _check_facts_strings(record: dict, where: str) -> None:
@@ -116,3 +137,59 @@ def _check_facts_strings(record: dict, where: str) -> None:
                 raise DataError(
                     f"{where}, field 'targets[{index}].{span_field}': text[{start}:{end}] is "
                     f"{text[start:end]!r}, not the {string_field} {target[string_field]!r}")
+
+
+def _check_choice(value: str, choices, field: str, where: str) -> None:
+    if value not in choices:
+        raise DataError(f"{where}, field '{field}': {value!r} is not one of {', '.join(choices)}")
+
+
+def _check_tool_calls(record: dict, where: str) -> None:
+    text = record["text"]
+    definition_ids = set()
+    for index, definition in enumerate(record["definitions"]):
+        start, end = definition["char"]
+        if text[start:end] != definition["text"]:
+            raise DataError(f"{where}, field 'definitions[{index}].char': text[{start}:{end}] is not "
+                            f"the definition's text {definition['text'][:40]!r}")
+        definition_ids.add(definition["id"])
+    for index, target in enumerate(record["targets"]):
+        field = f"targets[{index}]"
+        start, end = target["char"]
+        if text[start:end] != target["target"]:
+            raise DataError(f"{where}, field '{field}.char': text[{start}:{end}] is "
+                            f"{text[start:end]!r}, not the target {target['target']!r}")
+        _check_choice(target["kind"], TOOL_KINDS, f"{field}.kind", where)
+        if target["fresh"] and not target["far"]:
+            raise DataError(f"{where}, field '{field}.fresh': a fresh target must be far")
+        if target["definition_id"] not in definition_ids:
+            raise DataError(f"{where}, field '{field}.definition_id': no definition "
+                            f"{target['definition_id']!r} in this item")
+
+
+def _check_rules(record: dict, config: str, where: str) -> None:
+    _check_choice(record["family"], RULE_FAMILIES, "family", where)
+    _check_choice(record["placement"], RULE_PLACEMENTS, "placement", where)
+    if record["lang"] != RULE_LANGS[config]:
+        raise DataError(f"{where}, field 'lang': {record['lang']!r} in config {config} "
+                        f"(expected {RULE_LANGS[config]!r})")
+    start, end = record["rule_char"]
+    with_rule = record["text_with_rule"]
+    if record["rule"] not in with_rule[start:end]:
+        raise DataError(f"{where}, field 'rule_char': text_with_rule[{start}:{end}] does not hold "
+                        f"the rule {record['rule'][:40]!r}")
+    if with_rule[:start] != record["text_without_rule"][:start]:
+        raise DataError(f"{where}, field 'rule_char': text_with_rule and text_without_rule differ "
+                        f"before the rule (at character {start})")
+    for index, target in enumerate(record["targets"]):
+        for field, text in (("char_without_rule", record["text_without_rule"]),
+                            ("char_with_rule", with_rule)):
+            char = target[field]
+            if not 0 < char <= len(text):
+                raise DataError(f"{where}, field 'targets[{index}].{field}': {char} lies outside "
+                                f"the text (1..{len(text)})")
+        if not target["expected_text"]:
+            raise DataError(f"{where}, field 'targets[{index}].expected_text': empty")
+        if target["char_with_rule"] < end:
+            raise DataError(f"{where}, field 'targets[{index}].char_with_rule': "
+                            f"{target['char_with_rule']} lies before the rule's end ({end})")

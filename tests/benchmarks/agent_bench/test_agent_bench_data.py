@@ -162,5 +162,5 @@ def test_missing_split_and_folder(tmp_path):
         load_split(tmp_path, "facts", "32k")
     with pytest.raises(DataError, match="no such folder"):
         load_split(tmp_path / "nowhere", "facts", "8k")
-    with pytest.raises(DataError, match="config 'tool_calls' is not supported yet; available: facts"):
-        load_split(tmp_path, "tool_calls", "8k")
+    with pytest.raises(DataError, match="config 'tools' is not supported yet; available: facts, tool_calls"):
+        load_split(tmp_path, "tools", "8k")

@@ -105,10 +105,8 @@ def test_limit_and_lengths(tokenizer):
 
 
 def test_unknown_set_or_length(tokenizer):
-    with pytest.raises(DataError, match="unknown set 'fact'; available: facts"):
+    with pytest.raises(DataError, match="unknown set 'fact'; available: facts, tool_calls, rules_en"):
         run_agent_bench(OracleBackend(), tokenizer, SHIPPED_DATA, sets=("fact",))
-    with pytest.raises(DataError, match="set 'rules_en' is not supported by jaxeval yet; available: facts"):
-        run_agent_bench(OracleBackend(), tokenizer, SHIPPED_DATA, sets=("rules_en",))
     with pytest.raises(DataError, match="unknown length '16k'; available: 8k, 32k"):
         run_agent_bench(OracleBackend(), tokenizer, SHIPPED_DATA, lengths=("16k",))
 

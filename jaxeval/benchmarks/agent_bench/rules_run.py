@@ -1,0 +1,65 @@
+"""Running the rules configs together: every distinct sequence read once, scores, reference.
+
+All requested rules configs and lengths are planned at once, so a session's text without the
+rule (shared by the items of one context and by the three language configs) is read once,
+found by content. Backends with read_many also reuse the KV cache of the prefix a with-rule
+text shares with its text without the rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from jaxeval.benchmarks.agent_bench.align import TEXT_MODE
+from jaxeval.benchmarks.agent_bench.data import load_split
+from jaxeval.benchmarks.agent_bench.facts import check_length
+from jaxeval.benchmarks.agent_bench.reference import load_reference, save_scores as write_scores
+from jaxeval.benchmarks.agent_bench.rules import TextTokens, item_reads, read_targets, rules_metrics
+
+SELF_REFERENCE_NOTE = "no reference scores given: the model is its own reference (follow = retained = 1.00)"
+
+
+def run_rules(backend, tokenizer, data, sets: Sequence[str], lengths: Sequence[str], limit: int | None,
+              mode: str, save_scores: str | Path | None = None,
+              reference_scores: str | Path | None = None) -> dict:
+    notes = []
+    if mode != TEXT_MODE:
+        notes.append("rules configs: the stored qwen_* ids are not used yet; tokenized the texts (text mode)")
+    items = {(config, split): load_split(data, config, split)[:limit] for config in sets for split in lengths}
+    texts = TextTokens(tokenizer)
+    sequences: dict[tuple[int, ...], set[tuple[int, int]]] = {}
+    plan = {}  # (config, split, item id, index) -> (without read, with read) or None
+    tokens_naive = 0
+    for (config, split), split_items in items.items():
+        for item in split_items:
+            for text in (item.text_without_rule, item.text_with_rule):
+                check_length(backend, len(texts.ids(text)), config, split, item.id)
+                tokens_naive += len(texts.ids(text))
+            for index, reads in enumerate(item_reads(texts, item)):
+                plan[(config, split, item.id, index)] = reads
+                for read in reads or ():
+                    sequences.setdefault(read.ids, set()).add((read.position, read.token))
+    logprobs, tokens_run = read_targets(backend, sequences) if sequences else ({}, 0)
+    scores = {key: None if reads is None else
+              tuple(logprobs[(read.ids, read.position, read.token)] for read in reads)
+              for key, reads in plan.items()}
+
+    if save_scores is not None:
+        write_scores(save_scores, scores, items, TEXT_MODE, tokenizer)
+    if reference_scores is not None:
+        reference = load_reference(reference_scores, items, TEXT_MODE, tokenizer)
+        reference_info = {"source": str(reference_scores), "note": None}
+    else:
+        reference, reference_info = scores, {"source": "self", "note": SELF_REFERENCE_NOTE}
+    results: dict[str, dict[str, dict]] = {}
+    for (config, split), split_items in items.items():
+        metrics = rules_metrics(split_items, scores, reference, config, split)
+        metrics["mode"] = TEXT_MODE if split_items else None
+        results.setdefault(config, {})[split] = metrics
+    return {
+        "sets": results, "notes": notes, "reference": reference_info,
+        "tokens": {"rules_tokens_run": tokens_run, "rules_tokens_naive": tokens_naive,
+                   "rules_sequences_read": len(sequences),
+                   "rules_share_of_naive": tokens_run / tokens_naive if tokens_naive else None},
+    }

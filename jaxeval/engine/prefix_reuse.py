@@ -1,0 +1,180 @@
+"""Teacher-forced reads of many sequences that share token prefixes: each shared prefix runs once.
+
+Requests that start with the same chunk-aligned token prefix share its KV cache: the prefix is
+run once and every request continues from a copy of it. A prefix is shared only up to the
+last whole chunk before a request's first read position, so no read falls inside it and the
+continuation gathers its hidden states exactly as a separate read would. With the same cache
+bucket and chunk length as a separate read, the results are bit-identical to it.
+
+Requests are grouped by their first chunk; a group shares one cache length (the bucket of its
+longest request). Within a group, a trie over chunks finds the prefixes two or more requests
+pass through; each request starts from the deepest such prefix on its path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxeval.engine.backend import ReadResult
+from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
+from jaxeval.engine.read import check_read_request, prefill_chunk, read, read_head
+from jaxeval.errors import InputTooLongError
+from jaxeval.models.config import ModelConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class SharedReads:
+    results: list  # ReadResult per request, in request order
+    tokens_run: int  # input tokens actually run through the trunk
+    tokens_naive: int  # input tokens of one separate read per request
+    prefixes: int  # shared prefixes computed
+
+
+@dataclasses.dataclass
+class _Request:
+    index: int
+    ids: np.ndarray  # int32 [T]
+    positions: np.ndarray  # int32 [K]
+    tokens: np.ndarray  # int32 [K, C]
+    one_token_each: bool
+    n_inputs: int  # max(positions): inputs needed
+    path: list = dataclasses.field(default_factory=list)  # trie node ids, one per shareable chunk
+    start: int = 0  # trie depth (chunks) it continues from
+
+
+def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefill_chunk_len=2048,
+              dtype=jnp.float32) -> SharedReads:
+    """Read every (ids, positions, tokens) request; see jaxeval.engine.backend.ReadBackend.read."""
+    checked = []
+    for index, (ids, positions, tokens) in enumerate(requests):
+        one = np.ndim(tokens) == 1
+        ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)
+        n_inputs = int(positions.max())
+        if n_inputs > config.max_position_embeddings:
+            raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's max_position_embeddings="
+                                    f"{config.max_position_embeddings}")
+        checked.append(_Request(index, ids, positions, tokens, one, n_inputs))
+    overall = chunk_size(length_bucket(max((r.n_inputs for r in checked), default=1)), prefill_chunk_len)
+    groups: dict[bytes, list[_Request]] = {}
+    singles: list[list[_Request]] = []
+    results: list = [None] * len(checked)
+    tokens_run, prefixes = 0, 0
+    for request in checked:
+        if int(request.positions.min()) - 1 >= overall:  # a whole first chunk before the first read
+            groups.setdefault(request.ids[:overall].tobytes(), []).append(request)
+        else:
+            singles.append([request])
+    run = dict(params=params, config=config, backend=backend, dtype=dtype)
+    for group in [*groups.values(), *singles]:
+        if len(group) == 1:
+            request = group[0]
+            result = read(params, config, request.ids, request.positions,
+                          request.tokens[:, 0] if request.one_token_each else request.tokens,
+                          backend=backend, prefill_chunk_len=prefill_chunk_len, dtype=dtype)
+            results[request.index] = result
+            tokens_run += request.n_inputs
+            continue
+        group_run, group_prefixes = _read_group(group, results, prefill_chunk_len, **run)
+        tokens_run += group_run
+        prefixes += group_prefixes
+    return SharedReads(results=results, tokens_run=tokens_run,
+                       tokens_naive=sum(r.n_inputs for r in checked), prefixes=prefixes)
+
+
+def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *, params, config, backend,
+                dtype) -> tuple[int, int]:
+    bucket = length_bucket(max(r.n_inputs for r in group))
+    chunk = chunk_size(bucket, prefill_chunk_len)
+    # The trie: node id per (parent node id, chunk bytes), and how many requests pass through it.
+    nodes: dict[tuple[int, bytes], int] = {}
+    passing: list[int] = []
+    for request in group:
+        parent = -1
+        for depth in range((int(request.positions.min()) - 1) // chunk):
+            key = (parent, request.ids[depth * chunk:(depth + 1) * chunk].tobytes())
+            if key not in nodes:
+                nodes[key] = len(passing)
+                passing.append(0)
+            parent = nodes[key]
+            passing[parent] += 1
+            request.path.append(parent)
+    for request in group:
+        request.start = max((depth + 1 for depth, node in enumerate(request.path) if passing[node] >= 2), default=0)
+    # Shared prefixes: (node id) -> depth and the nearest shared prefix above it, and their users.
+    shared: dict[int, tuple[int, int]] = {}
+    users: dict[int, int] = {}
+    starts = {request.path[request.start - 1] for request in group if request.start}
+    for request in group:
+        above = -1
+        for depth, node in enumerate(request.path[:request.start]):
+            if node in starts:
+                if node not in shared:
+                    shared[node] = (depth + 1, above)
+                    if above != -1:
+                        users[above] = users.get(above, 0) + 1
+                above = node
+        if request.start:
+            users[above] = users.get(above, 0) + 1
+
+    cache_shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
+    caches: dict[int, tuple] = {}
+    tokens_run = 0
+
+    def padded(request: _Request) -> np.ndarray:
+        ids = np.zeros((1, bucket), np.int32)
+        ids[0, :request.n_inputs] = request.ids[:request.n_inputs]
+        return ids
+
+    def take(node: int):
+        """A fresh copy of the node's cache (zeros at the root); frees it after its last user."""
+        if node == -1:
+            return jnp.zeros(cache_shape, dtype), jnp.zeros(cache_shape, dtype)
+        cache_k, cache_v = caches[node]
+        users[node] -= 1
+        if users[node] == 0:
+            del caches[node]
+            return cache_k, cache_v
+        return jnp.copy(cache_k), jnp.copy(cache_v)
+
+    def ensure(node: int, request: _Request) -> None:
+        nonlocal tokens_run
+        if node == -1 or node in caches:
+            return
+        depth, above = shared[node]
+        ensure(above, request)
+        start = shared[above][0] * chunk if above != -1 else 0
+        cache_k, cache_v = take(above)
+        ids = padded(request)
+        hidden = jnp.zeros((count_bucket(1), config.hidden_size), dtype)
+        no_reads = jnp.full((count_bucket(1),), -1, jnp.int32)
+        for at in range(start, depth * chunk, chunk):
+            cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, jnp.asarray(ids[:, at:at + chunk]),
+                                                     jnp.int32(at), hidden, no_reads, config=config, backend=backend)
+        caches[node] = (cache_k, cache_v)
+        tokens_run += depth * chunk - start
+
+    # In trie order, so one subtree's caches are freed before the next subtree's are made.
+    for request in sorted(group, key=lambda r: r.path[:r.start]):
+        node = request.path[request.start - 1] if request.start else -1
+        ensure(node, request)
+        cache_k, cache_v = take(node)
+        k = request.positions.size
+        k_pad = count_bucket(k)
+        gather_at = np.full((k_pad,), -1, np.int32)
+        gather_at[:k] = request.positions - 1
+        tokens = np.zeros((k_pad, request.tokens.shape[1]), np.int32)
+        tokens[:k] = request.tokens
+        hidden = jnp.zeros((k_pad, config.hidden_size), dtype)
+        ids, gather_at = padded(request), jnp.asarray(gather_at)
+        for at in range(request.start * chunk, request.n_inputs, chunk):
+            cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, jnp.asarray(ids[:, at:at + chunk]),
+                                                     jnp.int32(at), hidden, gather_at, config=config, backend=backend)
+        del cache_k, cache_v
+        top1, logprobs = read_head(params, hidden, jnp.asarray(tokens), config=config)
+        top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]
+        results[request.index] = ReadResult(top1=top1, logprobs=logprobs[:, 0] if request.one_token_each else logprobs)
+        tokens_run += request.n_inputs - request.start * chunk
+    return tokens_run, len(shared)

@@ -1,0 +1,43 @@
+"""Reads that share token prefixes: the same results as separate reads, fewer tokens run."""
+
+import numpy as np
+
+from jaxeval.engine.prefix_reuse import read_many
+from jaxeval.engine.read import read
+from test_read import tiny
+
+CHUNK = 64
+
+
+def _requests(config):
+    rng = np.random.RandomState(3)
+    base = rng.randint(0, config.vocab_size, size=600)
+    with_rule = np.concatenate([base[:200], rng.randint(0, config.vocab_size, size=7), base[200:]])
+    other_rule = np.concatenate([base[:330], rng.randint(0, config.vocab_size, size=5), base[330:]])
+    unrelated = rng.randint(0, config.vocab_size, size=300)
+    early = base.copy()  # reads before its first whole chunk: shares nothing
+    return [
+        (base, np.array([400, 590, 599]), base[[400, 590, 599]]),
+        (with_rule, np.array([450, 600]), with_rule[[450, 600]]),
+        (other_rule, np.array([520, 521]), np.stack([other_rule[[520, 521]], base[[1, 2]]], axis=1)),
+        (unrelated, np.array([100, 299]), unrelated[[100, 299]]),
+        (early, np.array([10, 300]), early[[10, 300]]),
+    ]
+
+
+def test_shared_prefix_reads_equal_separate_reads():
+    config, params = tiny()
+    requests = _requests(config)
+    shared = read_many(params, config, requests, prefill_chunk_len=CHUNK)
+    for (ids, positions, tokens), result in zip(requests, shared.results):
+        alone = read(params, config, ids, positions, tokens, prefill_chunk_len=CHUNK)
+        # same bucket (1024 for the three sharing ones, their own for the rest) and chunk: exact
+        np.testing.assert_array_equal(result.top1, alone.top1)
+        np.testing.assert_array_equal(result.logprobs, alone.logprobs)
+        assert result.logprobs.shape == alone.logprobs.shape
+    naive = sum(int(positions.max()) for _, positions, _ in requests)
+    assert shared.tokens_naive == naive
+    # base, with_rule and other_rule share 3 chunks (192 tokens); base and other_rule 5 (320)
+    assert shared.prefixes == 2
+    assert shared.tokens_run == naive - 2 * 192 - 128
+
