@@ -1,6 +1,6 @@
 """Build the facts config of the embedded longctx-agent-bench sample.
 
-    python scripts/build_agent_sample.py [--text_dir /work/shared/data/text]
+    python scripts/build_agent_sample.py [--text_dir ../shared/data/text]
                                          [--out jaxeval/assets/agent_bench_sample]
 
 Writes `<out>/facts/8k-00000-of-00001.parquet` and `<out>/facts/32k-00000-of-00001.parquet`
@@ -202,7 +202,7 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--text_dir", type=Path, default=Path("/work/shared/data/text"))
+    parser.add_argument("--text_dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "text")
     parser.add_argument("--tokenizer", type=Path, default=REPO / "jaxeval/assets/tiny_llama")
     parser.add_argument("--out", type=Path, default=REPO / "jaxeval/assets/agent_bench_sample")
     args = parser.parse_args()

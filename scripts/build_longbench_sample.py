@@ -1,6 +1,6 @@
 """Build the embedded LongBench sample: a few records for each of the 34 configs.
 
-    python scripts/build_longbench_sample.py [--text_dir /work/shared/data/text]
+    python scripts/build_longbench_sample.py [--text_dir ../shared/data/text]
                                              [--out jaxeval/assets/longbench_sample]
 
 Writes `<out>/<config>.jsonl` (the official file names: `qasper.jsonl`, `qasper_e.jsonl`, ...)
@@ -306,7 +306,7 @@ def make_record(config: str, index: int, builder: Builder, e: bool) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--text_dir", default="/work/shared/data/text")
+    parser.add_argument("--text_dir", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "text"))
     parser.add_argument("--out", default=str(REPO / "jaxeval" / "assets" / "longbench_sample"))
     args = parser.parse_args(argv)
     text_dir, out = Path(args.text_dir), Path(args.out)

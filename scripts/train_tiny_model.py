@@ -1,7 +1,7 @@
 """Train the embedded tiny Llama model (jaxeval/assets/tiny_llama) with JAX and optax, on CPU.
 
     python scripts/train_tiny_model.py [--out jaxeval/assets/tiny_llama] [--steps_scale 1.0]
-                                       [--text_dir /work/shared/data/text] [--eval_items 8]
+                                       [--text_dir ../shared/data/text] [--eval_items 8]
 
 One command reproduces the shipped model: fixed seeds, fixed phases, then a recall-at-8k
 estimate and an Orbax checkpoint (jaxeval.models.checkpoint layout) next to the tokenizer.

@@ -1,6 +1,6 @@
 """Train the embedded tiny model's tokenizer: byte-level BPE, 4,096 ids, digits one by one.
 
-    python scripts/train_tokenizer.py [--text_dir /work/shared/data/text] [--out jaxeval/assets/tiny_llama]
+    python scripts/train_tokenizer.py [--text_dir ../shared/data/text] [--out jaxeval/assets/tiny_llama]
 
 Trained on WikiText-2 (valid + test), Tiny Shakespeare and a little synthetic chat / agent
 markup in the Qwen3.5 format, so the tiny model sees the same markup the agent benchmark
@@ -198,7 +198,7 @@ def check(out_dir: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--text_dir", type=Path, default=Path("/work/shared/data/text"))
+    parser.add_argument("--text_dir", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "text")
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parents[1] / "jaxeval/assets/tiny_llama")
     args = parser.parse_args()

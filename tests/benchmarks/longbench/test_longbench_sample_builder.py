@@ -11,7 +11,7 @@ import pytest
 from jaxeval.benchmarks.longbench.tasks import SHIPPED_SAMPLE
 from longbench_helpers import REPO
 
-TEXT_DIR = Path("/work/shared/data/text")
+TEXT_DIR = Path(__file__).resolve().parents[4] / "shared" / "data" / "text"  # ../shared of the checkout
 
 
 @pytest.mark.skipif(not (TEXT_DIR / "wikitext2_valid.txt").is_file(), reason="source texts not available")
