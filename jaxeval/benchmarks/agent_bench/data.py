@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from jaxeval.benchmarks.agent_bench.schema import SCHEMAS, validate_record
+from jaxeval.benchmarks.files import read_parquet_rows
 from jaxeval.errors import DataError
 
 CONFIGS = ("facts", "tool_calls", "rules_en", "rules_cs", "rules_de")  # as the card lists them
@@ -128,20 +129,8 @@ def split_files(folder: Path, config: str, split: str) -> list[Path]:
 
 def _read_local(folder: Path, config: str, split: str) -> Iterable[tuple[dict, str]]:
     for path in split_files(folder, config, split):
-        reader = _read_parquet if path.suffix == ".parquet" else _read_jsonl
+        reader = read_parquet_rows if path.suffix == ".parquet" else _read_jsonl
         yield from reader(path)
-
-
-def _read_parquet(path: Path) -> Iterable[tuple[dict, str]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except (pa.ArrowException, OSError) as error:
-        raise DataError(f"{path}: not a readable Parquet file ({error})") from None
-    for index, row in enumerate(rows):
-        yield row, f"{path}, row {index}"
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[dict, str]]:

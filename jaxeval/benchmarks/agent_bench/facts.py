@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-import numpy as np
 
+from jaxeval.benchmarks.agent_bench.span_reads import read_spans
 from jaxeval.benchmarks.agent_bench.align import (
     TEXT_MODE, Alignment, align_stored_ids, align_text, stored_ids_problem,
 )
@@ -66,34 +66,17 @@ def score_facts_item(backend, tokenizer, item: FactsItem, split: str, mode: str 
     """Read the item once with every aligned answer token as a target, and score its queries."""
     alignment, note = align_item(tokenizer, item, mode)
     check_length(backend, len(alignment.ids), "facts", split, item.id)
-    aligned = [(index, positions) for index, positions in enumerate(alignment.span_positions)
-               if positions is not None]
-    positions = np.asarray([p for _, span in aligned for p in span], dtype=np.int32)
-    tokens = alignment.ids[positions]  # the true next token at each read position
-    if len(positions):
-        result = backend.read(alignment.ids, positions, tokens)
-        top1 = np.asarray(result.top1).reshape(-1)
-        logprobs = np.asarray(result.logprobs, dtype=np.float64).reshape(-1)
-        if top1.shape != positions.shape or logprobs.shape != positions.shape:
-            raise ValueError(f"backend returned {top1.shape} / {logprobs.shape} results for "
-                             f"{positions.shape[0]} read positions")
-    outcomes, cursor = [], 0
-    aligned_by_index = dict(aligned)
-    for index, target in enumerate(item.targets):
-        span = aligned_by_index.get(index)
+    reads = read_spans(backend, alignment.ids, alignment.span_positions)
+    outcomes = []
+    for index, (target, span) in enumerate(zip(item.targets, reads)):
         if span is None:
-            outcomes.append(QueryOutcome(item.id, index, aligned=False,
-                                         distance_tokens=target.distance_tokens))
+            outcomes.append(QueryOutcome(item.id, index, aligned=False, distance_tokens=target.distance_tokens))
             continue
-        hits = top1[cursor:cursor + len(span)] == tokens[cursor:cursor + len(span)]
         outcomes.append(QueryOutcome(
-            item_id=item.id, target_index=index, aligned=True, recalled=bool(hits.all()),
-            answer_tokens=len(span), correct_tokens=int(hits.sum()),
-            logprob=float(logprobs[cursor:cursor + len(span)].sum()),
-            distance_tokens=target.distance_tokens))
-        cursor += len(span)
+            item_id=item.id, target_index=index, aligned=True, recalled=span.correct, answer_tokens=span.tokens,
+            correct_tokens=span.correct_tokens, logprob=span.logprob, distance_tokens=target.distance_tokens))
     return ItemOutcome(item_id=item.id, mode=alignment.mode, mode_note=note,
-                       tokens_read=len(alignment.ids) if len(positions) else 0,
+                       tokens_read=len(alignment.ids) if any(r is not None for r in reads) else 0,
                        queries=tuple(outcomes))
 
 

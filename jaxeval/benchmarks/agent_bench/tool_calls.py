@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-import numpy as np
 
+from jaxeval.benchmarks.agent_bench.span_reads import read_spans
 from jaxeval.benchmarks.agent_bench.align import TEXT_MODE, align_stored_ids, align_text, stored_ids_problem
 from jaxeval.benchmarks.agent_bench.data import ToolCallsItem
 from jaxeval.benchmarks.agent_bench.facts import check_length
@@ -53,30 +53,6 @@ def align_spans(tokenizer, text: str, stored_ids, spans, mode: str):
     return align_text(tokenizer, text, spans), f"{problem}: tokenized the text (text mode)"
 
 
-def read_spans(backend, ids: np.ndarray, span_positions) -> list[tuple[bool, float, int] | None]:
-    """Read every aligned span's tokens in one call -> per span (all top-1, summed log-prob, tokens)."""
-    aligned = [positions for positions in span_positions if positions is not None]
-    positions = np.asarray([p for span in aligned for p in span], dtype=np.int32)
-    if not len(positions):
-        return [None] * len(span_positions)
-    tokens = ids[positions]
-    result = backend.read(ids, positions, tokens)
-    top1 = np.asarray(result.top1).reshape(-1)
-    logprobs = np.asarray(result.logprobs, dtype=np.float64).reshape(-1)
-    if top1.shape != positions.shape or logprobs.shape != positions.shape:
-        raise ValueError(f"backend returned {top1.shape} / {logprobs.shape} results for "
-                         f"{positions.shape[0]} read positions")
-    outcomes, cursor = [], 0
-    for span in span_positions:
-        if span is None:
-            outcomes.append(None)
-            continue
-        window = slice(cursor, cursor + len(span))
-        outcomes.append((bool((top1[window] == tokens[window]).all()), float(logprobs[window].sum()), len(span)))
-        cursor += len(span)
-    return outcomes
-
-
 def score_tool_calls_item(backend, tokenizer, item: ToolCallsItem, split: str, mode: str = "auto") -> ToolItemOutcome:
     alignment, note = align_spans(tokenizer, item.text, item.stored_ids, [t.char for t in item.targets], mode)
     check_length(backend, len(alignment.ids), "tool_calls", split, item.id)
@@ -87,8 +63,8 @@ def score_tool_calls_item(backend, tokenizer, item: ToolCallsItem, split: str, m
         if span is None:
             outcomes.append(ToolTargetOutcome(**base, aligned=False))
         else:
-            correct, logprob, n_tokens = span
-            outcomes.append(ToolTargetOutcome(**base, aligned=True, correct=correct, logprob=logprob, tokens=n_tokens))
+            outcomes.append(ToolTargetOutcome(**base, aligned=True, correct=span.correct, logprob=span.logprob,
+                                              tokens=span.tokens))
     any_read = any(span is not None for span in read)
     return ToolItemOutcome(item_id=item.id, mode=alignment.mode, mode_note=note,
                            tokens_read=len(alignment.ids) if any_read else 0, targets=tuple(outcomes))

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from jaxeval.benchmarks.longbench.tasks import CONFIGS, HUB_ID, TASKS, dataset_of_config
+from jaxeval.benchmarks.files import read_parquet_rows
 from jaxeval.errors import DataError
 
 _HUB_ID_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -162,16 +163,8 @@ def _read_folder(folder: Path, config: str) -> Iterator[tuple[Any, str]]:
 
 
 def _read_parquet(paths: list[Path]) -> Iterator[tuple[Any, str]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     for path in paths:
-        try:
-            rows = pq.read_table(path).to_pylist()
-        except (pa.ArrowException, OSError) as error:
-            raise DataError(f"{path}: not a readable Parquet file ({error})") from None
-        for index, row in enumerate(rows):
-            yield row, f"{path}, row {index}"
+        yield from read_parquet_rows(path)
 
 
 def _read_zip(path: Path, config: str) -> Iterator[tuple[Any, str]]:

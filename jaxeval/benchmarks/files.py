@@ -1,0 +1,21 @@
+"""File readers shared by benchmark loaders; each row comes with its origin for error messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from jaxeval.errors import DataError
+
+
+def read_parquet_rows(path: Path) -> Iterator[tuple[dict, str]]:
+    """(row, "FILE, row N") for every row; a corrupt file is a DataError naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError) as error:
+        raise DataError(f"{path}: not a readable Parquet file ({error})") from None
+    for index, row in enumerate(rows):
+        yield row, f"{path}, row {index}"
