@@ -14,7 +14,6 @@ from pathlib import Path
 from jaxeval.errors import JaxevalError
 
 EMBEDDED_MODEL = Path(__file__).parent / "assets" / "tiny_llama"
-EMBEDDED_AGENT_DATA = Path(__file__).parent / "assets" / "agent_bench_sample"
 
 
 def _default_dtype() -> str:
@@ -39,38 +38,6 @@ def _load(args):
     return load_model(args.model, dtype=dtype, attention=args.attention, prefill_chunk=args.prefill_chunk)
 
 
-def _split_list(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
-def _agent_bench(model, args) -> tuple[dict, str]:
-    from jaxeval.benchmarks.agent_bench import format_rows_table, run_agent_bench
-
-    if model.tokenizer is None:
-        raise JaxevalError(f"{args.model}: the model folder has no tokenizer; longctx-agent-bench needs one")
-    result = run_agent_bench(model, model.tokenizer, args.data, sets=_split_list(args.sets),
-                             lengths=_split_list(args.lengths), limit=args.limit, mode=args.mode,
-                             save_scores=args.save_scores, reference_scores=args.reference_scores)
-    return result, format_rows_table(result)
-
-
-def _longbench(model, args, e: bool) -> tuple[dict, str]:
-    from jaxeval.benchmarks.longbench import format_scores_table, run_longbench
-
-    if model.tokenizer is None:
-        raise JaxevalError(f"{args.model}: the model folder has no tokenizer; LongBench needs one")
-    kwargs = {"data": args.longbench_data} if args.longbench_data else {}
-    result = run_longbench(model, model.tokenizer, e=e, limit=args.limit, batch_size=args.batch_size, **kwargs)
-    return result, format_scores_table(result)
-
-
-TASKS = {
-    "agent_bench": _agent_bench,
-    "longbench": lambda model, args: _longbench(model, args, e=False),
-    "longbench_e": lambda model, args: _longbench(model, args, e=True),
-}
-
-
 def _write(result: dict, model, args, t0: float) -> None:
     from jaxeval.results.files import write_json_atomic
     from jaxeval.results.metadata import run_metadata
@@ -81,9 +48,11 @@ def _write(result: dict, model, args, t0: float) -> None:
 
 
 def cmd_agent_bench(args) -> int:
+    from jaxeval.benchmarks.agent_bench.cli import run_task
+
     t0 = time.perf_counter()
     model = _load(args)
-    result, table = _agent_bench(model, args)
+    result, table = run_task(model, args)
     result["data"] = str(args.data)
     print(table)
     _write(result, model, args, t0)
@@ -92,10 +61,14 @@ def cmd_agent_bench(args) -> int:
 
 def cmd_run(args) -> int:
     """Run each of --tasks on one model; one results file with a section per task."""
-    tasks = _split_list(args.tasks)
-    unknown = [t for t in tasks if t not in TASKS]
+    from jaxeval.benchmarks.agent_bench.cli import split_list
+    from jaxeval.benchmarks.registry import run_tasks
+
+    available = run_tasks()
+    tasks = split_list(args.tasks)
+    unknown = [t for t in tasks if t not in available]
     if unknown or not tasks:
-        raise JaxevalError(f"unknown task {unknown[0] if unknown else '(none)'!r}; available: {', '.join(TASKS)}")
+        raise JaxevalError(f"unknown task {unknown[0] if unknown else '(none)'!r}; available: {', '.join(available)}")
     if args.out is None:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         args.out = str(Path(args.output_path) / f"{Path(args.model).name}-{stamp}.json")
@@ -103,7 +76,7 @@ def cmd_run(args) -> int:
     model = _load(args)
     results = {}
     for task in tasks:
-        results[task], table = TASKS[task](model, args)
+        results[task], table = available[task](model, args)
         print(f"\n{task}\n{table}")
     _write({"tasks": results}, model, args, t0)
     return 0
@@ -117,50 +90,47 @@ def cmd_convert(args) -> int:
     return 0
 
 
-def cmd_score(args) -> int:
-    """Re-score saved predictions without loading a model."""
-    from jaxeval.benchmarks.longbench.cli import cmd_score_longbench
+def cmd_score(args, extra: list[str]) -> int:
+    """Re-score saved predictions without loading a model: the benchmark parses its own flags."""
+    from jaxeval.benchmarks.registry import scorers
 
-    return cmd_score_longbench(args)
+    module = scorers()[args.benchmark]
+    parser = argparse.ArgumentParser(prog=f"jaxeval score --benchmark {args.benchmark}")
+    module.add_score_arguments(parser)
+    return module.cmd_score(parser.parse_args(extra))
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from jaxeval.benchmarks.agent_bench.cli import add_run_arguments as add_agent_bench_arguments
+    from jaxeval.benchmarks.registry import cli_modules, scorers
+
     parser = argparse.ArgumentParser(prog="jaxeval", description="Long-context LM evaluation in JAX/Flax")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a suite (default: facts at 8k on the embedded model and sample)")
     _model_options(run, str(EMBEDDED_MODEL))
-    run.add_argument("--tasks", default="agent_bench", help=f"comma-separated: {', '.join(TASKS)}")
-    run.add_argument("--batch_size", type=int, default=8, help="prompts generated together")
-    run.add_argument("--longbench_data", default=None, help="LongBench JSONL folder (default: embedded sample)")
-    run.add_argument("--data", default=str(EMBEDDED_AGENT_DATA), help="agent_bench: folder or hub id")
-    run.add_argument("--sets", default="facts,tool_calls,rules_en,rules_cs,rules_de", help="agent_bench configs")
-    run.add_argument("--lengths", default="8k", help="agent_bench splits")
-    run.add_argument("--mode", choices=("auto", "text"), default="auto")
+    run.add_argument("--tasks", default="agent_bench", help="comma-separated (jaxeval.benchmarks.registry)")
     run.add_argument("--limit", type=int, default=None, help="first N items per config and length")
-    run.add_argument("--save_scores", default=None, help="agent_bench rules: write every target's scores")
-    run.add_argument("--reference_scores", default=None, help="agent_bench rules: the reference's saved scores")
+    run.add_argument("--batch_size", type=int, default=8, help="prompts generated together")
     run.add_argument("--output_path", default="results", help="folder for the results JSON")
     run.add_argument("--out", default=None, help="exact results file (overrides --output_path)")
+    for module in cli_modules():
+        if hasattr(module, "add_run_arguments"):
+            module.add_run_arguments(run)
     run.set_defaults(func=cmd_run)
 
     ab = sub.add_parser("agent-bench", help="longctx-agent-bench, teacher-forced")
     _model_options(ab, None)
-    ab.add_argument("--data", default="thinletter/longctx-agent-bench", help="hub id or local folder")
-    ab.add_argument("--sets", default="facts", help="comma-separated configs")
-    ab.add_argument("--lengths", default="8k,32k", help="comma-separated splits")
+    add_agent_bench_arguments(ab, default_data="thinletter/longctx-agent-bench", default_sets="facts",
+                              default_lengths="8k,32k")
     ab.add_argument("--limit", type=int, default=None, help="first N items per config and length")
-    ab.add_argument("--mode", choices=("auto", "text"), default="auto")
     ab.add_argument("--out", default=None, help="output JSON file")
-    ab.add_argument("--save_scores", default=None, help="rules: write every target's scores (FILE.json.gz)")
-    ab.add_argument("--reference_scores", default=None, help="rules: the reference model's saved scores")
     ab.set_defaults(func=cmd_agent_bench)
 
-    score = sub.add_parser("score", help="re-score saved predictions (no model)")
-    score.add_argument("--benchmark", choices=("longbench",), required=True)
-    from jaxeval.benchmarks.longbench.cli import add_score_arguments
-
-    add_score_arguments(score)
+    score = sub.add_parser("score", help="re-score saved predictions (no model); "
+                                         "`jaxeval score --benchmark NAME --help` lists NAME's flags",
+                           add_help=False)
+    score.add_argument("--benchmark", choices=tuple(scorers()), required=True)
     score.set_defaults(func=cmd_score)
 
     conv = sub.add_parser("convert", help="HF safetensors folder -> jaxeval Orbax checkpoint")
@@ -172,9 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.func is not cmd_score and extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return args.func(args)
+        return args.func(args, extra) if args.func is cmd_score else args.func(args)
     except JaxevalError as e:
         print(f"jaxeval: error: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,6 @@ generate(prompts, max_new_tokens, stop), score with the official metrics and agg
 and re-score official pred.py output without a model.
 """
 
-from jaxeval.benchmarks.longbench.cli import add_score_arguments, cmd_score_longbench
 from jaxeval.benchmarks.longbench.data import LongBenchRecord, download_data_zip, load_config, validate_record
 from jaxeval.benchmarks.longbench.metrics import METRICS, ROUGE_NESTED_CALL_LIMITS, ScoringOptions
 from jaxeval.benchmarks.longbench.predictions import (
@@ -31,8 +30,8 @@ __all__ = [
     "BUCKETS", "CHAT_FORMATS", "CONFIGS", "DATASETS", "E_DATASETS", "HUB_ID", "METRICS",
     "MODEL_PROMPT_BUDGETS", "ROUGE_NESTED_CALL_LIMITS", "SHIPPED_SAMPLE", "TASKS", "GenerationRequest",
     "LongBenchRecord", "LongBenchTask", "PredictionRow", "ScoringOptions", "TruncatedPrompt",
-    "add_score_arguments", "apply_chat_format", "build_prompt", "build_request", "category_scores",
-    "cmd_score_longbench", "download_data_zip", "e_scores", "first_line", "format_scores_table",
+    "apply_chat_format", "build_prompt", "build_request", "category_scores",
+    "download_data_zip", "e_scores", "first_line", "format_scores_table",
     "generate_predictions", "length_bucket", "load_config", "prediction_files", "prompt_budget",
     "read_prediction_file", "rescore_predictions", "resolve_chat_format", "run_longbench",
     "score_datasets", "score_sample", "truncate_middle", "v1_score", "validate_record",

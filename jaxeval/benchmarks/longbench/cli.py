@@ -1,9 +1,9 @@
-"""The LongBench part of `jaxeval score`: re-score official pred.py output without a model.
+"""The LongBench part of the CLI: `jaxeval run --tasks longbench,longbench_e` and re-scoring
+official pred.py output without a model:
 
     jaxeval score --benchmark longbench --predictions pred/<model> [--e] [--output_path DIR]
 
-jaxeval/cli.py owns the `score` sub-command and its --benchmark flag; it calls
-add_score_arguments(parser) to add these flags and cmd_score_longbench(args) to run.
+The hooks are described in jaxeval/benchmarks/registry.py.
 """
 
 from __future__ import annotations
@@ -11,7 +11,28 @@ from __future__ import annotations
 import argparse
 
 from jaxeval.benchmarks.longbench.metrics import ROUGE_NESTED_CALL_LIMITS, ScoringOptions
+from jaxeval.errors import JaxevalError
 from jaxeval.metrics.edit_similarity import BACKENDS
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--longbench_data", default=None, help="LongBench JSONL folder (default: embedded sample)")
+
+
+def run_task(model, args, e: bool) -> tuple[dict, str]:
+    from jaxeval.benchmarks.longbench import format_scores_table, run_longbench
+
+    if model.tokenizer is None:
+        raise JaxevalError(f"{args.model}: the model folder has no tokenizer; LongBench needs one")
+    kwargs = {"data": args.longbench_data} if args.longbench_data else {}
+    result = run_longbench(model, model.tokenizer, e=e, limit=args.limit, batch_size=args.batch_size, **kwargs)
+    return result, format_scores_table(result)
+
+
+TASKS = {
+    "longbench": lambda model, args: run_task(model, args, e=False),
+    "longbench_e": lambda model, args: run_task(model, args, e=True),
+}
 
 
 def add_score_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +51,7 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
                         help="emulate the official ROUGE's recursion limit of this Python (none: no limit)")
 
 
-def cmd_score_longbench(args: argparse.Namespace) -> int:
+def cmd_score(args: argparse.Namespace) -> int:
     """Score, print the table, write result.json and jaxeval's results; 0 on success.
 
     User errors raise jaxeval.errors.JaxevalError subclasses, which the CLI prints as one line.

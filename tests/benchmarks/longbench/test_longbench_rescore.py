@@ -9,9 +9,8 @@ import shutil
 
 import pytest
 
-from jaxeval.benchmarks.longbench import (
-    add_score_arguments, cmd_score_longbench, rescore_predictions, ScoringOptions,
-)
+from jaxeval.benchmarks.longbench import rescore_predictions, ScoringOptions
+from jaxeval.benchmarks.longbench.cli import add_score_arguments, cmd_score as cmd_score_longbench
 from jaxeval.benchmarks.longbench.results import category_scores
 from jaxeval.benchmarks.longbench.tasks import DATASETS, reference_scores
 from jaxeval.errors import DataError
