@@ -1,0 +1,5 @@
+"""Model-based judges: an OpenAI-compatible HTTP client and a local jaxeval model."""
+
+from jaxeval.judges.base import FailureCounter, Judge, JudgeReply, judge_record, make_judge
+
+__all__ = ["FailureCounter", "Judge", "JudgeReply", "judge_record", "make_judge"]
