@@ -1,0 +1,173 @@
+"""run_longbench_pro: load, prompt, generate every sample `runs` times, score, summarise.
+
+The backend is anything with .tokenizer, .config.max_position_embeddings and
+    generate(prompts: list[list[int]], max_new_tokens, stop=None, temperature, top_p, seed)
+        -> objects with .text (decoded, special tokens skipped) and .finish_reason
+(jaxeval.api.Model). Each (record, run) is one sample, journaled under
+"longbench_pro/{mode}/{record id}/{run}" when a journal is given; a journaled sample is not
+generated again. Scoring runs after generation, so a journal survives a scoring change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Sequence
+
+from jaxeval.benchmarks.longbench.prompts import resolve_chat_format
+from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord, load_records
+from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOptions
+from jaxeval.benchmarks.longbench_pro.prompts import (
+    PromptSettings, build_prompt, question_field, reasoning_enabled, split_reasoning,
+)
+from jaxeval.benchmarks.longbench_pro.scoring import score_row, summarize_rows
+from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
+from jaxeval.benchmarks.longbench_pro.tasks import RUNS_PER_SAMPLE, SHIPPED_SAMPLE
+from jaxeval.errors import ConfigError, JaxevalError
+
+OFFICIAL_TRUNCATION_TOKENIZER = "Qwen/Qwen2.5-7B-Instruct"  # any Qwen2.5 tokenizer.json is the same
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampling:
+    temperature: float
+    top_p: float
+    source: str  # "given", "generation_config.json" or "default 1.0 (official fallback)"
+
+
+def resolve_sampling(model_path: str, temperature: float | None, top_p: float | None) -> Sampling:
+    """The model's default sampling settings, with temperature 1.0 where it has none (official rule)."""
+    config_file = Path(model_path) / "generation_config.json"
+    defaults = {}
+    if config_file.is_file():
+        try:
+            defaults = json.loads(config_file.read_text())
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{config_file}: not valid JSON ({error.msg})") from None
+    source = "given" if temperature is not None else (
+        "generation_config.json" if "temperature" in defaults else "default 1.0 (official fallback)")
+    return Sampling(temperature if temperature is not None else float(defaults.get("temperature", 1.0)),
+                    top_p if top_p is not None else float(defaults.get("top_p", 1.0)), source)
+
+
+def resolve_truncation_tokenizer(spec: str, model_tokenizer) -> tuple[object, str, str | None]:
+    """(tokenizer, what it is, deviation or None). spec: "auto" (the Qwen2.5 tokenizer from the
+    local HF cache, else the model's own), "model", or a local folder / hub id."""
+    from transformers import AutoTokenizer
+
+    if spec == "model":
+        return model_tokenizer, "the evaluated model's", "truncation counted in the evaluated model's tokens, " \
+                                                          "not Qwen2.5's (asked for)"
+    if spec == "auto":
+        try:
+            return (AutoTokenizer.from_pretrained(OFFICIAL_TRUNCATION_TOKENIZER, local_files_only=True),
+                    OFFICIAL_TRUNCATION_TOKENIZER, None)
+        except Exception:
+            return model_tokenizer, "the evaluated model's", (
+                f"the Qwen2.5 truncation tokenizer ({OFFICIAL_TRUNCATION_TOKENIZER}) is not in the local cache: "
+                "truncation counted in the evaluated model's tokens")
+    try:
+        return AutoTokenizer.from_pretrained(spec), spec, None
+    except Exception as error:
+        raise ConfigError(f"truncation tokenizer {spec!r}: cannot load ({type(error).__name__}: {error})") from None
+
+
+def select_records(records: Sequence[LongBenchProRecord], limit: int | None) -> list[LongBenchProRecord]:
+    """All records, or the first `limit` of each primary task (file order kept)."""
+    if limit is None:
+        return list(records)
+    if not isinstance(limit, int) or limit < 1:
+        raise ConfigError(f"limit must be a positive number of records, got {limit!r}")
+    taken: dict[str, int] = {}
+    chosen = []
+    for record in records:
+        if taken.get(record.primary_task, 0) < limit:
+            taken[record.primary_task] = taken.get(record.primary_task, 0) + 1
+            chosen.append(record)
+    return chosen
+
+
+def sample_key(mode: str, record_id: str, run: int) -> str:
+    return f"longbench_pro/{mode}/{record_id}/{run}"
+
+
+def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str = "nonthinking",
+                      model_type: str = "Instruct", runs: int = RUNS_PER_SAMPLE, truncation_length: int | None = None,
+                      truncation_tokenizer: str = "auto", max_new_tokens: int | None = None,
+                      temperature: float | None = None, top_p: float | None = None, seed: int = 0,
+                      chat_format: str = "auto", limit: int | None = None, batch_size: int = 8,
+                      semsim: SemSimSettings = SemSimSettings(), options: ScoringOptions = DEFAULT_OPTIONS,
+                      journal=None) -> dict:
+    """Generate and score LongBench Pro; returns summary, extra, samples, prompting, deviations."""
+    from jaxeval.results.resumable import map_journaled
+
+    tokenizer = backend.tokenizer
+    if tokenizer is None:
+        raise JaxevalError("the model has no tokenizer; LongBench Pro needs one")
+    if not isinstance(runs, int) or runs < 1:
+        raise ConfigError(f"runs must be a positive integer, got {runs!r}")
+    window = backend.config.max_position_embeddings
+    budget = max_new_tokens if max_new_tokens is not None else (1024 if mode == "nonthinking" else 8192)
+    deviations: list[str] = []
+    if truncation_length is None:  # the official L of a 128k-class model, or what the window leaves
+        truncation_length = 120_000 if window >= 128_000 else window - budget
+        if window < 128_000:
+            deviations.append(f"truncation length L = window {window} - output {budget} = {truncation_length} "
+                              "(official runs use a fixed L per model, 120000 for 128k models)")
+    settings = PromptSettings(mode=mode, model_type=model_type, truncation_length=truncation_length,
+                              max_new_tokens=budget, chat_format=chat_format)
+    cut_tokenizer, cut_tokenizer_name, deviation = resolve_truncation_tokenizer(truncation_tokenizer, tokenizer)
+    if deviation:
+        deviations.append(deviation)
+    sampling = resolve_sampling(backend.path if hasattr(backend, "path") else "", temperature, top_p)
+    if sampling.temperature == 0.0 and runs > 1:
+        deviations.append(f"greedy decoding (temperature 0): the {runs} runs are identical")
+    reasoning = reasoning_enabled(mode, model_type)
+
+    records = select_records(load_records(data), limit)
+    pairs = [(record, run) for run in range(1, runs + 1) for record in records]
+    keys = [sample_key(mode, record.id, run) for record, run in pairs]
+
+    def compute(indices: list[int]) -> list[dict]:
+        out: dict[int, dict] = {}
+        for run in sorted({pairs[i][1] for i in indices}):
+            group = [i for i in indices if pairs[i][1] == run]
+            prompts = [build_prompt(pairs[i][0], settings, tokenizer, cut_tokenizer, window) for i in group]
+            generations = backend.generate([list(p.ids) for p in prompts], budget, stop=None,
+                                           temperature=sampling.temperature, top_p=sampling.top_p,
+                                           seed=seed + run - 1)
+            if len(generations) != len(group):
+                raise JaxevalError(f"the backend returned {len(generations)} generations for {len(group)} prompts")
+            for i, prompt, generation in zip(group, prompts, generations):
+                record, _ = pairs[i]
+                prediction, reasoning_text = split_reasoning(generation.text, reasoning)
+                out[i] = {"key": keys[i], "id": record.id, "bon_idx": run, **record.labels(),
+                          "answer": list(record.answer), "prediction": prediction,
+                          "reasoning_content": reasoning_text, "prompt_tokens": len(prompt.ids),
+                          "message_tokens": prompt.message_tokens, "truncated": prompt.truncated,
+                          "window_truncated": prompt.window_truncated,
+                          "finish_reason": getattr(generation, "finish_reason", None)}
+        return [out[i] for i in indices]
+
+    generated = map_journaled(journal, keys, compute, batch_size=batch_size, desc="longbench_pro", unit="sample")
+    similarity, semsim_description = load_semsim(semsim) if any(
+        r["secondary_task"].startswith("T4") for r in generated) else (None, {"model": None, "unused": True})
+    if semsim_description.get("deviation"):
+        deviations.append(semsim_description["deviation"])
+    samples = [score_row(row, similarity, options) for row in generated]
+    result = summarize_rows(samples, bon_num=runs)
+    result["samples"] = samples
+    result["scoring"] = {**options.describe(), "semsim": semsim_description}
+    result["prompting"] = {
+        "data": str(data), "mode": mode, "model_type": model_type,
+        "question_field": question_field(mode, model_type), "reasoning_enabled": reasoning,
+        "runs": runs, "limit": limit, "truncation_length": truncation_length,
+        "truncation_tokenizer": cut_tokenizer_name, "max_new_tokens": budget, "window": window,
+        "chat_format": resolve_chat_format(chat_format, tokenizer),
+        "temperature": sampling.temperature, "top_p": sampling.top_p, "sampling_source": sampling.source,
+        "seed": seed, "truncated": sum(1 for s in samples if s["truncated"]),
+        "window_truncated": sum(1 for s in samples if s["window_truncated"]),
+    }
+    result["deviations"] = deviations
+    return result
