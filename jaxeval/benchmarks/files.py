@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterable, Iterator
 
 from jaxeval.errors import DataError
 
@@ -19,3 +20,14 @@ def read_parquet_rows(path: Path) -> Iterator[tuple[dict, str]]:
         raise DataError(f"{path}: not a readable Parquet file ({error})") from None
     for index, row in enumerate(rows):
         yield row, f"{path}, row {index}"
+
+
+def read_jsonl_rows(lines: Iterable[str], where: str) -> Iterator[tuple[Any, str]]:
+    """(row, "WHERE, line N") for every non-blank line; bad JSON is a DataError naming the line."""
+    for line_number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line), f"{where}, line {line_number}"
+        except json.JSONDecodeError as error:
+            raise DataError(f"{where}, line {line_number}: not valid JSON ({error.msg})") from None

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import re
 import zipfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 from jaxeval.benchmarks.longbench.tasks import CONFIGS, HUB_ID, TASKS, dataset_of_config
-from jaxeval.benchmarks.files import read_parquet_rows
+from jaxeval.benchmarks.files import read_jsonl_rows, read_parquet_rows
 from jaxeval.errors import DataError
 
 _HUB_ID_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -139,21 +138,11 @@ def download_data_zip(repo_id: str = HUB_ID) -> Path:
                         f"folder of <config>.jsonl files") from None
 
 
-def _jsonl_rows(lines: Iterable[str], where: str) -> Iterator[tuple[Any, str]]:
-    for line_number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line), f"{where}, line {line_number}"
-        except json.JSONDecodeError as error:
-            raise DataError(f"{where}, line {line_number}: not valid JSON ({error.msg})") from None
-
-
 def _read_folder(folder: Path, config: str) -> Iterator[tuple[Any, str]]:
     for candidate in (folder / f"{config}.jsonl", folder / "data" / f"{config}.jsonl"):
         if candidate.is_file():
             with open(candidate, encoding="utf-8") as lines:
-                yield from _jsonl_rows(lines, str(candidate))
+                yield from read_jsonl_rows(lines, str(candidate))
             return
     parquet = sorted((folder / config).glob("test-*.parquet")) if (folder / config).is_dir() else []
     if not parquet:
@@ -178,4 +167,4 @@ def _read_zip(path: Path, config: str) -> Iterator[tuple[Any, str]]:
         if member is None:
             raise DataError(f"{path}: no data/{config}.jsonl inside for LongBench config '{config}'")
         with archive.open(member) as raw:
-            yield from _jsonl_rows(io.TextIOWrapper(raw, encoding="utf-8"), f"{path}:{member}")
+            yield from read_jsonl_rows(io.TextIOWrapper(raw, encoding="utf-8"), f"{path}:{member}")

@@ -1,0 +1,188 @@
+"""The HELMET part of the CLI: `jaxeval run --tasks helmet,helmet_agenticlu` and
+
+    jaxeval score --benchmark helmet --predictions FILE_OR_DIR [--helmet_judge SPEC] [--output_path DIR]
+
+which re-scores HELMET's own output JSON (or jaxeval's results) without a model; with a judge it
+is the separate judge pass (NarrativeQA, summarisation; --helmet_agenticlu: the binary judge).
+Judge SPEC: "http:BASE_URL:MODEL" or "local:PATH" (jaxeval.judges.make_judge). The hooks are
+described in jaxeval/benchmarks/registry.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from jaxeval.benchmarks.helmet.tasks import CATEGORIES, SAMPLE_DIR
+from jaxeval.errors import ConfigError
+
+from jaxeval.benchmarks.helmet.summary import describe, summarize  # noqa: F401  (registry hooks)
+
+SCORE_NAME = "helmet"
+SAMPLE_CATEGORIES = ("recall", "rag", "longqa")  # what the embedded sample holds (8k tier)
+AGENTICLU_CATEGORIES = ("rag", "longqa")
+# Judge call settings: HELMET's GPT-4o wrapper; AgenticLU's binary verdict; the TRUE NLI model.
+HELMET_JUDGE = {"temperature": 0.1, "top_p": 0.9, "max_tokens": 4096}
+AGENTICLU_JUDGE = {"temperature": 0.0, "max_tokens": 256}
+NLI_JUDGE = {"temperature": 0.0, "max_tokens": 10}
+
+
+def _split(text: str | None) -> list[str] | None:
+    return [x.strip() for x in text.split(",") if x.strip()] if text else None
+
+
+def _judge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--helmet_judge", default=None,
+                        help="judge for NarrativeQA / summarisation (AgenticLU: its binary judge): "
+                             "http:BASE_URL:MODEL (key from --helmet_judge_key_env) or local:PATH")
+    parser.add_argument("--helmet_judge_key_env", default="OPENAI_API_KEY", help="env variable holding the API key")
+    parser.add_argument("--helmet_judge_max_tokens", type=int, default=None,
+                        help="judge reply limit (default: HELMET's 4096; AgenticLU 256)")
+    parser.add_argument("--helmet_nli_judge", default=None,
+                        help="ALCE citation NLI judge (google/t5_xxl_true_nli_mixture behind http:... or local:PATH); "
+                             "without it citation recall/precision are not scored")
+    parser.add_argument("--helmet_agenticlu_prompt", default=None,
+                        help="AgenticLU judge prompt file ({question} {gold} {prediction}); default: the card's form")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--helmet_data", default=None,
+                        help="HELMET data folder (released layout) or princeton-nlp/HELMET (default: embedded sample)")
+    parser.add_argument("--helmet_categories", default=None,
+                        help=f"comma-separated of {','.join(CATEGORIES)} (default: all; sample: "
+                             f"{','.join(SAMPLE_CATEGORIES)})")
+    parser.add_argument("--helmet_lengths", default=None, help="8k,16k,32k,64k,128k (default: all; sample: 8k)")
+    parser.add_argument("--helmet_llama2_tokenizer", default=None,
+                        help="tokenizer folder/id for LongQA/summarisation pre-truncation (meta-llama/Llama-2-7b-hf)")
+    parser.add_argument("--helmet_seed", type=int, default=42, help="sampling seed (AgenticLU samples)")
+    parser.add_argument("--helmet_agenticlu_temperature", type=float, default=0.6)
+    parser.add_argument("--helmet_agenticlu_generation_max_length", type=int, default=1024)
+    _judge_arguments(parser)
+
+
+def make_judges(args, agenticlu: bool):
+    from jaxeval.judges import make_judge
+
+    def build(spec, options):
+        if spec is None:
+            return None
+        extra = {"api_key_env": args.helmet_judge_key_env} if spec.startswith("http:") else {}
+        return make_judge(spec, **options, **extra)
+
+    options = dict(AGENTICLU_JUDGE if agenticlu else HELMET_JUDGE)
+    if args.helmet_judge_max_tokens is not None:
+        options["max_tokens"] = args.helmet_judge_max_tokens
+    judge = build(args.helmet_judge, options)
+    return judge, build(args.helmet_nli_judge, NLI_JUDGE)
+
+
+def _units(args, agenticlu: bool):
+    from jaxeval.benchmarks.helmet.tasks import helmet_units
+
+    sample = args.helmet_data is None
+    default_categories = AGENTICLU_CATEGORIES if agenticlu else (SAMPLE_CATEGORIES if sample else CATEGORIES)
+    categories = _split(args.helmet_categories) or list(default_categories)
+    if agenticlu and set(categories) - set(AGENTICLU_CATEGORIES):
+        raise ConfigError("the AgenticLU subset covers only the rag and longqa categories")
+    lengths = _split(args.helmet_lengths) or (["8k"] if sample else None)
+    return helmet_units(categories, lengths, agenticlu=agenticlu), SAMPLE_DIR if sample else args.helmet_data
+
+
+def validate(task: str, args) -> list[str]:
+    """Load and check every file the task would read (no model): one line per unit."""
+    from jaxeval.benchmarks.helmet.data import resolve_data_root
+    from jaxeval.benchmarks.helmet.prepare import select_samples
+
+    units, data = _units(args, agenticlu=task == "helmet_agenticlu")
+    root = resolve_data_root(data)
+    lines = []
+    for unit in units:
+        rows, _ = select_samples(unit, root, 0 if task == "helmet_agenticlu" else unit.shots)
+        lines.append(f"{unit.dataset} {unit.length}: {len(rows)} samples")
+    return lines
+
+
+def run_task(model, args, agenticlu: bool) -> tuple[dict, str]:
+    from jaxeval.benchmarks.helmet.runner import GenerationSettings, run_helmet
+
+    units, data = _units(args, agenticlu)
+    if agenticlu:
+        settings = GenerationSettings(temperature=args.helmet_agenticlu_temperature, top_p=1.0, seed=args.helmet_seed,
+                                      shots=0, generation_max_length=args.helmet_agenticlu_generation_max_length)
+    else:
+        settings = GenerationSettings(seed=args.helmet_seed)
+    llama2 = None
+    if args.helmet_llama2_tokenizer:
+        from transformers import AutoTokenizer
+        llama2 = AutoTokenizer.from_pretrained(args.helmet_llama2_tokenizer)
+    judge, nli = make_judges(args, agenticlu)
+    result = run_helmet(model, units, data, limit=args.limit, settings=settings,
+                        judge=judge, nli=nli, agenticlu=agenticlu, agenticlu_prompt=args.helmet_agenticlu_prompt,
+                        llama2_tokenizer=llama2, journal=getattr(args, "journal", None), batch_size=args.batch_size)
+    _record_judge_summaries(result, judge, nli)
+    return result, format_table(result)
+
+
+TASKS = {
+    "helmet": lambda model, args: run_task(model, args, agenticlu=False),
+    "helmet_agenticlu": lambda model, args: run_task(model, args, agenticlu=True),
+}
+
+
+def _record_judge_summaries(result: dict, judge, nli) -> None:
+    for name, obj in (("judge_calls", judge), ("nli_judge_calls", nli)):
+        if obj is not None and hasattr(obj, "summary"):
+            result[name] = obj.summary()
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def format_table(result: dict) -> str:
+    lines = [f"{'dataset':<28}{'length':>7}  headline"]
+    for unit in result["units"]:
+        heads = ", ".join(f"{k}={_fmt(v)}" for k, v in unit["headline"].items()) or "-"
+        judged = unit.get("judge") or {}
+        fails = sum(s.get("failed", 0) for s in judged.values())
+        lines.append(f"{unit['dataset']:<28}{unit['length']:>7}  {heads}" + (f"  (judge failures: {fails})" if fails else ""))
+    if "accuracy_table" in result:
+        lines.append("AgenticLU accuracy (%) by length:" + ("" if result.get("judge") else
+                                                              "  (no --helmet_judge: not scored)"))
+        for dataset, row in result["accuracy_table"].items():
+            lines.append(f"  {dataset:<26}" + "  ".join(f"{length}={_fmt(v)}" for length, v in row.items()))
+    for length, row in (result.get("collect") or {}).items():
+        cats = ", ".join(f"{c}={_fmt(v['score'])}{'' if v['complete'] else '*'}" for c, v in row["categories"].items())
+        lines.append(f"{length}: {cats}; overall={_fmt(row['overall'])}  (* incomplete category)")
+    return "\n".join(lines)
+
+
+def add_score_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--predictions", required=True,
+                        help="HELMET output JSON (eval.py), a folder of them, or a jaxeval results JSON")
+    parser.add_argument("--output_path", default=None, help="folder for helmet_rescored.json (default: none written)")
+    parser.add_argument("--helmet_agenticlu", action="store_true", help="judge with the AgenticLU binary judge")
+    parser.add_argument("--helmet_keypoints", default=None,
+                        help="JSONL of id + keypoints (InfBench) or summary/short_keypoints (Multi-LexSum)")
+    _judge_arguments(parser)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from jaxeval.benchmarks.helmet.rescore import read_keypoints, rescore
+    from jaxeval.results.files import write_json_atomic
+
+    judge, nli = make_judges(args, args.helmet_agenticlu)
+    keypoints = read_keypoints(args.helmet_keypoints) if args.helmet_keypoints else None
+    result = rescore(args.predictions, judge=judge, nli=nli, agenticlu=args.helmet_agenticlu,
+                     agenticlu_prompt=args.helmet_agenticlu_prompt, keypoints=keypoints)
+    _record_judge_summaries(result, judge, nli)
+    print(format_table(result))
+    for unit in result["units"]:
+        check = unit["official_check"]
+        if check["compared"]:
+            state = "identical to" if check["identical"] else f"differs ({', '.join(check['differences'])}) from"
+            print(f"{unit['dataset']} {unit['length']}: {state} the official averages in {unit['source']}")
+    if args.output_path:
+        print(f"wrote {write_json_atomic(Path(args.output_path) / 'helmet_rescored.json', result)}")
+    return 0

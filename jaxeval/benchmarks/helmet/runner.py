@@ -1,0 +1,165 @@
+"""run_helmet: prepare, generate, score every EvalUnit; resumable through the run journal.
+
+Generation (spec §1.4, P1): max_new_tokens = G, greedy unless told otherwise, stopping only at
+the model's end-of-sequence ids: no newline stop, ever (the configs' `stop_new_line` never
+reached upstream's model). Outputs are the generated tokens decoded with special tokens skipped;
+in completion mode the rendered answer prefix is prepended before scoring.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Sequence
+
+from jaxeval.benchmarks.helmet import judging
+from jaxeval.benchmarks.helmet.data import resolve_data_root
+from jaxeval.benchmarks.helmet.prepare import PreparedSample, prepare_unit, saved_fields
+from jaxeval.benchmarks.helmet.scoring import average_metrics, collect, headline, score_alce, score_item
+from jaxeval.benchmarks.helmet.tasks import SAMPLE_DIR, EvalUnit, dataset_key, family
+from jaxeval.errors import ConfigError, JaxevalError
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationSettings:
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 42
+    shots: int | None = None  # None: the config's
+    generation_max_length: int | None = None  # None: the config's G
+
+
+HELMET_SETTINGS = GenerationSettings()
+
+
+def _decode(tokenizer, output) -> str:
+    tokens = getattr(output, "tokens", None)
+    if tokens is not None and len(tokens):
+        return tokenizer.decode(list(tokens), skip_special_tokens=True)
+    return output.text
+
+
+def _token_count(output) -> int:
+    tokens = getattr(output, "tokens", None)
+    return 0 if tokens is None else len(tokens)
+
+
+def generate_records(model, prepared: Sequence[PreparedSample], unit: EvalUnit, settings: GenerationSettings,
+                     journal=None, batch_size: int = 8) -> list[dict]:
+    """One record per sample: saved fields, output (prefixed in completion mode), lengths."""
+    from jaxeval.results.resumable import map_journaled
+
+    gen = settings.generation_max_length or unit.generation_max_length
+
+    def compute(indices: list[int]) -> list[dict]:
+        batch = [prepared[i] for i in indices]
+        outputs = model.generate([p.prompt.ids for p in batch], max_new_tokens=gen, stop=None,
+                                 temperature=settings.temperature, top_p=settings.top_p, seed=settings.seed)
+        if len(outputs) != len(batch):
+            raise JaxevalError(f"the model returned {len(outputs)} generations for {len(batch)} prompts")
+        return [dict(saved_fields(p.sample, unit.dataset), output=p.prefix + _decode(model.tokenizer, o),
+                     input_len=len(p.prompt.ids), output_len=_token_count(o),
+                     raw_input_len=p.prompt.raw_tokens, truncated_context_tokens=p.prompt.removed_context_tokens)
+                for p, o in zip(batch, outputs)]
+
+    return map_journaled(journal, [p.key for p in prepared], compute, batch_size=batch_size,
+                         desc=f"helmet {unit.dataset} {unit.length}")
+
+
+def score_records(dataset: str, records: list[dict], nli=None) -> tuple[list[dict], dict, dict]:
+    """(records with metrics and parsed_output, averaged metrics, notes)."""
+    notes: dict = {}
+    if family(dataset) == "alce":
+        per_item, notes = score_alce(dataset, records, nli=nli)
+        scored = [dict(r, **m) for r, m in zip(records, per_item)]
+        return scored, average_metrics(per_item, unscaled=("num_preds",)), notes
+    num_candidates = len(records[0]["qrel"]) if family(dataset) == "rerank" and records else None
+    scored, per_item = [], []
+    for i, record in enumerate(records):
+        metrics, extra = score_item(dataset, record, num_candidates, where=f"{dataset} item {i}")
+        lengths = {k: record[k] for k in ("input_len", "output_len") if isinstance(record.get(k), int)}
+        per_item.append({**metrics, **lengths})
+        scored.append({**record, **extra, **metrics})
+    return scored, average_metrics(per_item), notes
+
+
+def judge_dataset(dataset: str, records: list[dict], judge, *, agenticlu: bool = False,
+                  agenticlu_prompt: str | Path | None = None) -> tuple[dict, list[dict]] | None:
+    """The judged headline of a dataset ({name: summary}) and per-item judgements, or None
+    when the dataset has no judged score (and this is not an AgenticLU run)."""
+    if agenticlu:
+        got = judging.agenticlu_judgements(records, judge, agenticlu_prompt, where=dataset)
+        return {"accuracy": judging.summarize_judgements(got)}, got
+    fam = family(dataset)
+    if fam == "narrativeqa":
+        got = judging.longqa_judgements(records, judge, where=dataset)
+        return {"gpt4_score": judging.summarize_judgements(got, divisor=3)}, got
+    if fam in ("infbench_sum_eng", "multi_lexsum"):
+        got = judging.summ_judgements(records, judge, book=fam == "infbench_sum_eng", where=dataset)
+        return {"gpt4_f1": judging.summarize_judgements(got)}, got
+    return None
+
+
+def apply_judgement(records: list[dict], averages: dict, judged, key: str = "judge") -> dict:
+    summaries, per_item = judged
+    for record, judgement in zip(records, per_item):
+        record[key] = judgement
+    for name, summary in summaries.items():
+        if summary["score"] is not None:
+            averages[name] = summary["score"]
+    return {name: {k: v for k, v in summary.items() if k != "score"} for name, summary in summaries.items()}
+
+
+def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, *, limit: int | None = None,
+               settings: GenerationSettings = HELMET_SETTINGS, judge=None, nli=None, agenticlu: bool = False,
+               agenticlu_prompt: str | Path | None = None, llama2_tokenizer=None, journal=None,
+               batch_size: int = 8) -> dict:
+    """Generate and score `units`. judge: LongQA / summarisation (or AgenticLU) judge; nli: the
+    ALCE citation judge. Datasets whose files are absent from `data` fail with a DataError."""
+    if model.tokenizer is None:
+        raise ConfigError(f"{getattr(model, 'path', 'model')}: no tokenizer; HELMET needs one")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"limit must be a positive number of samples, got {limit!r}")
+    root = resolve_data_root(data)
+    units_out, table_in, outputs = [], {}, {}
+    for unit in units:
+        prepared, _, notes = prepare_unit(unit, root, model.tokenizer, shots=settings.shots, limit=limit,
+                                          generation_max_length=settings.generation_max_length,
+                                          llama2_tokenizer=llama2_tokenizer,
+                                          key_prefix="agenticlu" if agenticlu else "helmet")
+        records = generate_records(model, prepared, unit, settings, journal, batch_size)
+        records, averages, score_notes = score_records(unit.dataset, records, nli=nli)
+        judged_notes = None
+        if judge is not None:
+            judged = judge_dataset(unit.dataset, records, judge, agenticlu=agenticlu, agenticlu_prompt=agenticlu_prompt)
+            if judged is not None:
+                judged_notes = apply_judgement(records, averages, judged)
+        table_in[(unit.dataset, unit.length)] = averages
+        outputs[f"{unit.dataset}/{unit.length}"] = records
+        units_out.append({"dataset": unit.dataset, "length": unit.length, "config": unit.config,
+                          "input_max_length": unit.input_max_length,
+                          "generation_max_length": settings.generation_max_length or unit.generation_max_length,
+                          "shots": unit.shots if settings.shots is None else settings.shots,
+                          "chat_template": unit.use_chat_template, "samples": len(records),
+                          "averaged_metrics": averages, "headline": headline(unit.dataset, averages),
+                          "notes": {**notes, **score_notes}, "judge": judged_notes})
+    result = {"benchmark": "agenticlu" if agenticlu else "helmet", "data": str(data), "limit": limit,
+              "generation": {**dataclasses.asdict(settings), "stop": "model end-of-sequence ids only (no newline stop)"},
+              "judge": judge.settings() if judge is not None else None,
+              "nli_judge": nli.settings() if nli is not None else None,
+              "units": units_out, "outputs": outputs}
+    if agenticlu:
+        result["accuracy_table"] = agenticlu_table(units_out)
+    else:
+        result["collect"] = collect(table_in)
+    return result
+
+
+def agenticlu_table(units_out: list[dict]) -> dict:
+    """dataset -> length -> judged accuracy (%), like the paper's main table (None: not judged)."""
+    table: dict = {}
+    for unit in units_out:
+        summary = (unit["judge"] or {}).get("accuracy")
+        value = unit["averaged_metrics"].get("accuracy") if summary is not None else None
+        table.setdefault(dataset_key(unit["dataset"]), {})[unit["length"]] = value
+    return table
