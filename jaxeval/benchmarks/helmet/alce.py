@@ -1,14 +1,15 @@
 """ALCE scoring for HELMET's citation category (ASQA, QAMPARI), as eval_alce.py computes it.
 
-Output preparation: strip, newlines become spaces. Citations ("[3]") are removed for str_em and
+Output preparation (eval_alce.py main): every run of newlines becomes one space and "<|im_end|>"
+is deleted (no strip). Citations ("[3]") are removed for str_em, `length` (words of that text) and
 the QAMPARI measures. ASQA str_em = mean over qa_pairs of "some normalised short answer is a
 substring of the normalised output". QAMPARI: the output (trailing "." and "," removed) split on
 commas, normalised, empties dropped; rec_top5 = min(5, gold groups hit) / min(5, gold groups).
 
 Citation recall / precision (AutoAIS) use an NLI judge: anything with the Judge interface
 (jaxeval.judges.base) whose reply to "premise: P hypothesis: H" is "1" when P entails H, the
-input and output format of google/t5_xxl_true_nli_mixture. Each sentence (nltk sent_tokenize;
-for QAMPARI the question + " " + each answer) is checked against its cited documents (at most
+input and output format of google/t5_xxl_true_nli_mixture. Each sentence (nltk sent_tokenize,
+sentences under 5 characters dropped; for QAMPARI the question + " " + each answer) is checked against its cited documents (at most
 3, "Title: t\\ntext", joined by newlines); a sentence without citations or with an
 out-of-range one scores 0. Precision also drops a citation when the sentence is entailed
 without it. A failed judge call makes the item's citation scores None: it is counted in
@@ -31,7 +32,12 @@ def remove_citations(sentence: str) -> str:
 
 
 def prepare_output(output: str) -> str:
-    return output.strip().replace("\n", " ")
+    return re.sub(r"\n+", " ", output).replace("<|im_end|>", "")
+
+
+def output_length(output: str) -> int:
+    """eval_alce's `length`: the number of whitespace-separated words, citations removed."""
+    return len(remove_citations(prepare_output(output)).split())
 
 
 def asqa_str_em(output: str, qa_pairs: Sequence[dict]) -> float:
@@ -109,7 +115,8 @@ def citation_scores(output: str, docs: Sequence[dict], nli: NLIChecker, split_se
     if question is not None:
         sents = [question + " " + x.strip() for x in _qampari_items(text)]
     else:
-        sents = split_sentences(text)
+        # eval_alce drops sentences under 5 characters (stripped), e.g. a lone "1."
+        sents = [x for x in split_sentences(text) if len(x.strip()) >= 5]
     if not sents:
         return None
     entail = entail_prec = total_citations = 0

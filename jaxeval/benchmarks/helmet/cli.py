@@ -183,6 +183,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         if check["compared"]:
             state = "identical to" if check["identical"] else f"differs ({', '.join(check['differences'])}) from"
             print(f"{unit['dataset']} {unit['length']}: {state} the official averages in {unit['source']}")
+        if check.get("items_compared"):
+            print(f"{unit['dataset']} {unit['length']}: {check['items_differing']} of {check['items_compared']} items "
+                  f"differ from their saved per-item metrics")
     if args.output_path:
         print(f"wrote {write_json_atomic(Path(args.output_path) / 'helmet_rescored.json', result)}")
     return 0

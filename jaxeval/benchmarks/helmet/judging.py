@@ -7,13 +7,20 @@ Every judgement is {"score": float | None, "error": str | None}. A failed call o
 unparseable reply gives score None and its reason: it is counted and reported by
 summarize_judgements and left out of the mean, never scored 0.
 
-* LongQA (NarrativeQA): question, the Python repr of the gold list, and parse_output of the
-  output with newlines made spaces. The last {...} of the reply must hold fluency and
-  correctness; score = fluency x correctness (0-3). collect_results reports mean x 100/3.
+* LongQA (NarrativeQA): question, the gold as str.format shows it (a list: its Python repr),
+  and parse_output of the output with newlines made spaces. The last {...} of the reply must
+  hold fluency and correctness; score = fluency x correctness (0-3). Scores are averaged as eval_gpt4_longqa.py does (sum / count; "gpt-4-score", 0-3) and the
+  headline is that mean x (100/3), collect_results' arithmetic.
 * Summarisation: three prompts per item (fluency, recall over numbered keypoints, precision
-  against the expert summary; "book" variants for InfBench). R = recall / #keypoints,
-  P = precision / sentence_count, score = fluency x 2PR/(P+R) (0 when P+R = 0); an item
-  counts only when all three replies parse. Reported mean x 100.
+  against the expert summary; "book" variants for InfBench). A reply's JSON is its last {...},
+  or, when that does not parse, its last ```json fenced block (eval_gpt4_summ.py's parse_json).
+  R = recall / #keypoints (0 without keypoints), P = precision / sentence_count (0 when the
+  count is not positive), score = fluency * 2 * (R * P) / (R + P) (0 when R + P = 0), in that
+  order of operations; an item counts only when all three replies parse. Averages with numpy's
+  mean ("gpt-4-f1", "gpt-4-recall", ...), headline x 100.
+* Saved judgements: HELMET's judged files (*-gpt4eval_o.json) keep each item's "gpt-4-scores"
+  (None / absent when not judged), jaxeval's results each item's "judge"; saved_judgements()
+  re-derives the averages from them, no judge needed.
 * AgenticLU: the card's form by default ("Question / Gold / Model / Is the model answer
   correct?"), correct when the reply starts with "yes", incorrect when it starts with "no"
   (case-insensitive, after stripping); any other reply is an unparseable judgement.
@@ -44,21 +51,30 @@ def read_prompt(path: str | Path) -> str:
     return path.read_text()
 
 
-def last_json_object(text: str) -> dict | None:
-    for candidate in reversed(re.findall(r"\{.*?\}", text, flags=re.DOTALL)):
+def last_json_object(text: str, fenced_fallback: bool = False) -> dict | None:
+    """The last non-greedy {...} of `text` as JSON (None when it does not parse). fenced_fallback
+    (the summarisation judge): when it does not parse, the last ```json ... ``` block instead."""
+    candidates = re.findall(r"\{.*?\}", text, flags=re.DOTALL)
+    if not candidates:
+        return None
+    try:
+        value = json.loads(candidates[-1])
+    except json.JSONDecodeError:
+        if not fenced_fallback:
+            return None
+        fenced = re.findall(r"(?:```json)(.+)(?:```)", text, flags=re.DOTALL)
         try:
-            value = json.loads(candidate)
+            value = json.loads(fenced[-1]) if fenced else None
         except json.JSONDecodeError:
             return None
-        return value if isinstance(value, dict) else None
-    return None
+    return value if isinstance(value, dict) else None
 
 
-def _numbers(reply, keys: Sequence[str]) -> tuple[dict | None, str | None]:
+def _numbers(reply, keys: Sequence[str], fenced_fallback: bool = False) -> tuple[dict | None, str | None]:
     """The numeric fields `keys` of the reply's last JSON object, or (None, why)."""
     if reply.text is None:
         return None, reply.error or "judge call failed"
-    found = last_json_object(reply.text)
+    found = last_json_object(reply.text, fenced_fallback)
     if found is None:
         return None, "unparseable: no JSON object in the reply"
     try:
@@ -87,7 +103,8 @@ def _field(item: dict, name: str, where: str):
 def longqa_judgements(items: Sequence[dict], judge, where: str = "outputs") -> list[dict]:
     template = read_prompt(JUDGE_PROMPTS / "helmet_longqa_judge.txt")
     prompts = [template.format(question=_field(it, "question", f"{where} item {i}"),
-                               correct_answers=repr(_field(it, "answer", f"{where} item {i}")),
+                               # str.format of the gold itself, as upstream (a list shows as its repr)
+                               correct_answers=_field(it, "answer", f"{where} item {i}"),
                                parsed_output=parse_output(_field(it, "output", f"{where} item {i}").replace("\n", " ")))
                for i, it in enumerate(items)]
     out = []
@@ -118,20 +135,83 @@ def summ_judgements(items: Sequence[dict], judge, book: bool, where: str = "outp
     replies = _complete(judge, prompts)
     out = []
     for i, it in enumerate(items):
-        fl, e1 = _numbers(replies[3 * i], ("fluency",))
-        rc, e2 = _numbers(replies[3 * i + 1], ("recall",))
-        pr, e3 = _numbers(replies[3 * i + 2], ("precision", "sentence_count"))
+        fl, e1 = _numbers(replies[3 * i], ("fluency",), fenced_fallback=True)
+        rc, e2 = _numbers(replies[3 * i + 1], ("recall",), fenced_fallback=True)
+        pr, e3 = _numbers(replies[3 * i + 2], ("precision", "sentence_count"), fenced_fallback=True)
         error = e1 or e2 or e3
-        if error is None and (pr["sentence_count"] <= 0 or not it["keypoints"]):
-            error = "unparseable: sentence_count or keypoint count is 0"
         if error is not None:
             out.append({"score": None, "error": error})
             continue
-        r = rc["recall"] / len(it["keypoints"])
-        p = pr["precision"] / pr["sentence_count"]
-        f1 = 2 * p * r / (p + r) if p + r > 0 else 0.0
-        out.append({"score": fl["fluency"] * f1, "error": None, "fluency": fl["fluency"], "recall": r, "precision": p})
+        out.append(summ_item_scores(fl["fluency"], rc["recall"], len(it["keypoints"]),
+                                    pr["precision"], pr["sentence_count"]))
     return out
+
+
+def _int_if_whole(value: float):
+    return int(value) if float(value).is_integer() else value
+
+
+def summ_item_scores(fluency, found, num_keypoints: int, supported, sentence_count) -> dict:
+    """One summary's judgement, eval_gpt4_summ.py's arithmetic (zero counts give 0, not a failure)."""
+    fluency, found, supported, sentence_count = (_int_if_whole(v) for v in (fluency, found, supported, sentence_count))
+    rec = found / num_keypoints if num_keypoints > 0 else 0
+    prec = supported / sentence_count if sentence_count > 0 else 0
+    f1 = fluency * 2 * (rec * prec) / (rec + prec) if rec + prec > 0 else 0
+    return {"score": f1, "error": None, "fluency": fluency, "recall": rec, "precision": prec}
+
+
+def saved_judgements(family_name: str, items: Sequence[dict]) -> list[dict] | None:
+    """Judgements from HELMET's saved "gpt-4-scores" (None when no item carries the field).
+    LongQA: {fluency, correctness} -> fluency x correctness; summarisation: its f1 / recall /
+    precision / fluency. An item whose field is None or absent was not judged upstream."""
+    if not any("gpt-4-scores" in it for it in items):
+        # jaxeval's own results keep each judgement under "judge"
+        if items and all(isinstance(it.get("judge"), dict) and "score" in it["judge"] for it in items):
+            return [dict(it["judge"]) for it in items]
+        return None
+    out = []
+    for it in items:
+        saved = it.get("gpt-4-scores")
+        if not isinstance(saved, dict):
+            out.append({"score": None, "error": "not judged: no saved gpt-4-scores"})
+        elif family_name == "narrativeqa":
+            out.append({"score": saved["fluency"] * saved["correctness"], "error": None,
+                        "fluency": saved["fluency"], "correctness": saved["correctness"]})
+        else:
+            out.append({"score": saved["f1"], "error": None, "fluency": saved["fluency"],
+                        "recall": saved["recall"], "precision": saved["precision"]})
+    return out
+
+
+def longqa_summary(judgements: Sequence[dict]) -> tuple[dict, dict]:
+    """({"gpt4_score": summary}, upstream averages {"gpt-4-score": mean 0-3}): the mean is
+    eval_gpt4_longqa's sum / count, the headline collect_results' mean * (100/3)."""
+    scored = [j["score"] for j in judgements if j["score"] is not None]
+    summary = summarize_judgements(judgements)
+    raw = None
+    if scored:
+        total = 0
+        for value in scored:
+            total += value
+        raw = total / len(scored)
+    summary["score"] = raw * (100 / 3) if raw is not None else None
+    return {"gpt4_score": summary}, ({"gpt-4-score": raw} if raw is not None else {})
+
+
+def summ_summary(judgements: Sequence[dict]) -> tuple[dict, dict]:
+    """({"gpt4_f1": summary}, upstream averages gpt-4-recall/-precision/-fluency/-f1 (fractions));
+    the headline is numpy's mean of f1 x 100, as eval_gpt4_summ + collect_results."""
+    import numpy as np
+
+    judged = [j for j in judgements if j["score"] is not None]
+    summary = summarize_judgements(judgements)
+    raw = {}
+    if judged:
+        for name in ("recall", "precision", "fluency"):
+            raw[f"gpt-4-{name}"] = float(np.mean([j[name] for j in judged]))
+        raw["gpt-4-f1"] = float(np.mean([j["score"] for j in judged]))
+        summary["score"] = raw["gpt-4-f1"] * 100
+    return {"gpt4_f1": summary}, raw
 
 
 def gold_text(answer) -> str:

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from jaxeval.benchmarks.helmet import judging
 from jaxeval.benchmarks.helmet.data import resolve_data_root
+from jaxeval.benchmarks.helmet.metrics import default_post_process
 from jaxeval.benchmarks.helmet.prepare import PreparedSample, prepare_unit, saved_fields
 from jaxeval.benchmarks.helmet.scoring import average_metrics, collect, headline, score_alce, score_item
 from jaxeval.benchmarks.helmet.tasks import SAMPLE_DIR, EvalUnit, dataset_key, family
@@ -71,8 +72,19 @@ def score_records(dataset: str, records: list[dict], nli=None) -> tuple[list[dic
     notes: dict = {}
     if family(dataset) == "alce":
         per_item, notes = score_alce(dataset, records, nli=nli)
-        scored = [dict(r, **m) for r, m in zip(records, per_item)]
-        return scored, average_metrics(per_item, unscaled=("num_preds",)), notes
+        scored = []
+        for record, metrics in zip(records, per_item):
+            extra = {}
+            answer = record.get("answer")
+            if isinstance(answer, str) or (isinstance(answer, list) and answer):
+                # eval.py runs its default post-process on ALCE items too (against their `answer`)
+                # before eval_alce: those per-item metrics and averages are in HELMET's .json
+                default, extra = default_post_process(record["output"], answer)
+                metrics.update(default)
+            scored.append(dict(record, **extra, **metrics))
+            # eval.py's input_len / output_len averages
+            metrics.update({k: record[k] for k in ("input_len", "output_len") if isinstance(record.get(k), int)})
+        return scored, average_metrics(per_item, unscaled=("num_preds", "length")), notes
     num_candidates = len(records[0]["qrel"]) if family(dataset) == "rerank" and records else None
     scored, per_item = [], []
     for i, record in enumerate(records):
@@ -84,26 +96,36 @@ def score_records(dataset: str, records: list[dict], nli=None) -> tuple[list[dic
 
 
 def judge_dataset(dataset: str, records: list[dict], judge, *, agenticlu: bool = False,
-                  agenticlu_prompt: str | Path | None = None) -> tuple[dict, list[dict]] | None:
-    """The judged headline of a dataset ({name: summary}) and per-item judgements, or None
-    when the dataset has no judged score (and this is not an AgenticLU run)."""
-    if agenticlu:
-        got = judging.agenticlu_judgements(records, judge, agenticlu_prompt, where=dataset)
-        return {"accuracy": judging.summarize_judgements(got)}, got
+                  agenticlu_prompt: str | Path | None = None) -> tuple[dict, list[dict], dict] | None:
+    """The judged headline of a dataset ({name: summary}), per-item judgements and upstream's
+    own averaged names ("gpt-4-score", "gpt-4-f1", ...), or None when the dataset has no judged
+    score (and this is not an AgenticLU run). judge None: the judgements HELMET saved in the
+    items ("gpt-4-scores" of its *-gpt4eval_o.json files), when there are any."""
     fam = family(dataset)
-    if fam == "narrativeqa":
+    if agenticlu:
+        if judge is None:
+            return None
+        got = judging.agenticlu_judgements(records, judge, agenticlu_prompt, where=dataset)
+        return {"accuracy": judging.summarize_judgements(got)}, got, {}
+    if fam not in ("narrativeqa", "infbench_sum_eng", "multi_lexsum"):
+        return None
+    if judge is None:
+        got = judging.saved_judgements(fam, records)
+        if got is None:
+            return None
+    elif fam == "narrativeqa":
         got = judging.longqa_judgements(records, judge, where=dataset)
-        return {"gpt4_score": judging.summarize_judgements(got, divisor=3)}, got
-    if fam in ("infbench_sum_eng", "multi_lexsum"):
+    else:
         got = judging.summ_judgements(records, judge, book=fam == "infbench_sum_eng", where=dataset)
-        return {"gpt4_f1": judging.summarize_judgements(got)}, got
-    return None
+    summaries, raw = judging.longqa_summary(got) if fam == "narrativeqa" else judging.summ_summary(got)
+    return summaries, got, raw
 
 
 def apply_judgement(records: list[dict], averages: dict, judged, key: str = "judge") -> dict:
-    summaries, per_item = judged
+    summaries, per_item, raw = judged
     for record, judgement in zip(records, per_item):
         record[key] = judgement
+    averages.update(raw)
     for name, summary in summaries.items():
         if summary["score"] is not None:
             averages[name] = summary["score"]
