@@ -13,13 +13,15 @@ import numpy as np
 from flax import nnx
 
 from jaxeval.engine.backend import ReadResult
+from jaxeval.engine.mesh import initialize_distributed, make_mesh
 from jaxeval.engine.read import read as engine_read
 from jaxeval.errors import CheckpointError, ConfigError
-from jaxeval.models.attention import BACKENDS
+from jaxeval.models.attention import BACKENDS, check_attention
 from jaxeval.models.checkpoint import TOKENIZER_FILES, is_jaxeval_checkpoint, load_checkpoint_params
 from jaxeval.models.config import ModelConfig, load_hf_config
-from jaxeval.models.decoder import Decoder
+from jaxeval.models.decoder import Decoder, param_shapes
 from jaxeval.models.hf_weights import load_hf_params
+from jaxeval.models.sharding import check_mesh_fits, param_shardings
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 
@@ -35,6 +37,7 @@ class Model:
     fingerprint: str  # identifies weights + config + dtype (journals key results on it)
     attention: str = "chunked"
     prefill_chunk: int = 2048
+    mesh: object | None = None  # jax.sharding.Mesh the weights are sharded over (None: one device)
 
     def __post_init__(self):
         self._params = self.module.params()
@@ -52,7 +55,7 @@ class Model:
     def read(self, ids, positions, tokens) -> ReadResult:
         """Teacher-forced read; see jaxeval.engine.backend.ReadBackend.read."""
         result = engine_read(self._params, self.config, ids, positions, tokens, backend=self.attention,
-                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype])
+                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
         self.stats["reads"] += 1
         self.stats["tokens"] += int(np.max(positions))
         return result
@@ -66,7 +69,7 @@ class Model:
         from jaxeval.engine.prefix_reuse import read_many
 
         shared = read_many(self._params, self.config, requests, backend=self.attention,
-                           prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype])
+                           prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
         self.stats["reads"] += len(shared.results)
         self.stats["tokens"] += shared.tokens_run
         return shared
@@ -83,27 +86,43 @@ class Model:
 
         return engine_generate(self._params, self.config, prompts, max_new_tokens, stop=stop, temperature=temperature,
                                top_p=top_p, seed=seed, tokenizer=self.tokenizer, backend=self.attention,
-                               prefill_chunk_len=self.prefill_chunk, batch_size=batch_size)
+                               prefill_chunk_len=self.prefill_chunk, batch_size=batch_size, mesh=self.mesh)
 
 
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
-               prefill_chunk: int = 2048, load_tokenizer: bool = True) -> Model:
-    """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online)."""
+               prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None) -> Model:
+    """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
+
+    mesh: None (one device), a spec such as "data=2,tensor=2,context=2" or "auto", or a
+    jax.sharding.Mesh with axes ("data", "fsdp", "tensor", "context"); see jaxeval.engine.mesh.
+    The weights are read straight into their shardings (jaxeval.models.sharding), each process
+    reading only its own bytes. A multi-process run is joined first when the JAXEVAL_COORDINATOR /
+    JAXEVAL_NUM_PROCESSES / JAXEVAL_PROCESS_ID (or JAXEVAL_DISTRIBUTED=1) variables are set.
+    """
     if dtype not in DTYPES:
         raise ConfigError(f"dtype={dtype!r} is not supported (choose {', '.join(DTYPES)})")
     if attention not in BACKENDS:
         raise ConfigError(f"attention={attention!r} is not supported (choose {', '.join(BACKENDS)})")
+    initialize_distributed()
     folder = resolve_model_path(path)
     config = load_hf_config(folder)
+    check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
+    targets = None
+    if mesh is not None:
+        mesh = make_mesh(mesh, num_heads=config.num_heads, num_kv_heads=config.num_kv_heads)
+        check_mesh_fits(config, mesh, prefill_chunk)
+        targets = param_shardings(param_shapes(config), mesh)
     np_dtype = np.dtype(jnp.dtype(DTYPES[dtype]))
     if is_jaxeval_checkpoint(folder):
-        params = load_checkpoint_params(folder, config, DTYPES[dtype])
-    else:
+        params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=targets)
+    elif targets is None:
         params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype))
+    else:
+        params = load_hf_params(folder, config, np_dtype, shardings=targets)
     module = build_module(config, params, dtype)
     tokenizer = load_tokenizer_from(folder) if load_tokenizer else None
     return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
-                 fingerprint=fingerprint(folder, dtype), attention=attention, prefill_chunk=prefill_chunk)
+                 fingerprint=fingerprint(folder, dtype), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh)
 
 
 def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:
@@ -116,6 +135,10 @@ def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:
 
 
 def resolve_model_path(path: str | Path) -> Path:
+    from jaxeval.results.storage import is_url, local_copy
+
+    if is_url(path):  # gs://bucket/model or any fsspec URL: copied once into the local cache
+        return local_copy(str(path))
     folder = Path(path)
     if folder.is_dir():
         return folder

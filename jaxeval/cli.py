@@ -1,4 +1,4 @@
-"""`jaxeval` command line: run, agent-bench, score, convert.
+"""`jaxeval` command line: run, validate, ls, agent-bench, score, convert, serve.
 
 Flag names follow lm-eval-harness (--model, --model_args, --tasks, --limit, --output_path) and
 the longctx-agent-bench card (--data, --sets, --lengths, --mode, --out).
@@ -14,6 +14,7 @@ from pathlib import Path
 from jaxeval.errors import JaxevalError
 
 EMBEDDED_MODEL = Path(__file__).parent / "assets" / "tiny_llama"
+RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's configs/ (suites/, models/)
 
 
 def _default_dtype() -> str:
@@ -27,23 +28,33 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
                    help="HF safetensors folder, jaxeval Orbax checkpoint folder or hub id")
     p.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto",
                    help="auto: float32 on CPU, bfloat16 on accelerators")
-    p.add_argument("--attention", choices=("chunked", "xla"), default="chunked")
+    p.add_argument("--attention", choices=("chunked", "xla", "splash", "cudnn"), default="chunked",
+                   help="chunked: any platform; splash: TPU; cudnn: GPU (bfloat16); xla: reference")
     p.add_argument("--prefill_chunk", type=int, default=2048, help="tokens per prefill step")
+    p.add_argument("--mesh", default=None,
+                   help="device mesh, e.g. data=2,tensor=2,context=2 (axes data, fsdp, tensor, context; unnamed = 1), "
+                        "or auto; default: one device. Multi-host: set JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, "
+                        "JAXEVAL_PROCESS_ID (or JAXEVAL_DISTRIBUTED=1 on Cloud TPU); process 0 writes the results")
 
 
 def _load(args):
     from jaxeval.api import load_model
+    from jaxeval.engine.mesh import initialize_distributed
 
+    initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.mesh)
     dtype = _default_dtype() if args.dtype == "auto" else args.dtype
-    return load_model(args.model, dtype=dtype, attention=args.attention, prefill_chunk=args.prefill_chunk)
+    return load_model(args.model, dtype=dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
+                      mesh=getattr(args, "mesh", None))
 
 
 def _write(result: dict, model, args, t0: float) -> None:
     from jaxeval.results.files import write_json_atomic
     from jaxeval.results.metadata import run_metadata
 
+    from jaxeval.engine.mesh import is_writer
+
     result["run"] = run_metadata(model, time.perf_counter() - t0)
-    if args.out:
+    if args.out and is_writer():
         print(f"wrote {write_json_atomic(args.out, result)}")
 
 
@@ -59,26 +70,48 @@ def cmd_agent_bench(args) -> int:
     return 0
 
 
-def cmd_run(args) -> int:
-    """Run each of --tasks on one model; one results file with a section per task."""
+def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:
+    """The task list, with --model_args applied to the model flags."""
     from jaxeval.benchmarks.agent_bench.cli import split_list
-    from jaxeval.benchmarks.registry import run_tasks
+    from jaxeval.results.runconfig import apply_model_args
 
-    available = run_tasks()
-    tasks = split_list(args.tasks)
-    unknown = [t for t in tasks if t not in available]
-    if unknown or not tasks:
-        raise JaxevalError(f"unknown task {unknown[0] if unknown else '(none)'!r}; available: {', '.join(available)}")
-    if args.out is None:
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        args.out = str(Path(args.output_path) / f"{Path(args.model).name}-{stamp}.json")
-    t0 = time.perf_counter()
-    model = _load(args)
-    results = {}
-    for task in tasks:
-        results[task], table = available[task](model, args)
-        print(f"\n{task}\n{table}")
-    _write({"tasks": results}, model, args, t0)
+    apply_model_args(args, parser)
+    return list(split_list(args.tasks))
+
+
+def cmd_run(args) -> int:
+    """Run each of --tasks on one model, journaled and resumable; one results file (jaxeval/suite.py)."""
+    import random
+
+    import numpy as np
+
+    from jaxeval.suite import run_suite
+
+    tasks = _resolve_run(args, args.parser)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    del args.parser
+    return run_suite(args, tasks, _load)
+
+
+def cmd_validate(args) -> int:
+    from jaxeval.suite import validate_suite
+
+    return validate_suite(args, _resolve_run(args, args.parser))
+
+
+def cmd_ls(args) -> int:
+    """Benchmarks (tasks), their configs and lengths, from the registry's describe() hooks."""
+    from jaxeval.benchmarks.registry import descriptions
+
+    for task, info in descriptions().items():
+        print(f"{task}: {info.get('about', '(no description)')}")
+        for what in ("configs", "lengths"):
+            if info.get(what):
+                print(f"  {what}: {', '.join(map(str, info[what]))}")
+    suites = sorted(RUN_CONFIGS.glob("*/*.yaml"))
+    if suites:
+        print(f"run configs (--config) in {RUN_CONFIGS}: {', '.join(str(p.relative_to(RUN_CONFIGS)) for p in suites)}")
     return 0
 
 
@@ -88,6 +121,12 @@ def cmd_convert(args) -> int:
     out = convert(args.src, args.dst, dtype=args.dtype)
     print(f"wrote jaxeval Orbax checkpoint {out}")
     return 0
+
+
+def cmd_report(args) -> int:
+    from jaxeval.results.report import cmd_report as report
+
+    return report(args)
 
 
 def cmd_score(args, extra: list[str]) -> int:
@@ -100,6 +139,34 @@ def cmd_score(args, extra: list[str]) -> int:
     return module.cmd_score(parser.parse_args(extra))
 
 
+def cmd_serve(args) -> int:
+    from jaxeval.serve.cli import cmd_serve as serve
+
+    return serve(args)
+
+
+def _run_options(p: argparse.ArgumentParser, modules) -> None:
+    """The flags of `jaxeval run` (lm-eval's names) and every benchmark's own."""
+    _model_options(p, str(EMBEDDED_MODEL))
+    p.add_argument("--model_args", default=None, help="k=v,... for the model flags (dtype, attention, "
+                   "prefill_chunk, pretrained=PATH); they override the flags")
+    p.add_argument("--tasks", default="agent_bench", help="comma-separated (`jaxeval ls`)")
+    p.add_argument("--limit", type=int, default=None, help="first N items per config and length")
+    p.add_argument("--batch_size", type=int, default=8, help="prompts generated together")
+    p.add_argument("--seed", type=int, default=0, help="seed of anything sampled (recorded in the results)")
+    p.add_argument("--output_path", default="results",
+                   help="folder (local, gs://, any fsspec URL) for results, journal and samples")
+    p.add_argument("--out", default=None, help="exact results file (overrides --output_path for it)")
+    p.add_argument("--log_samples", action="store_true", help="also write one JSONL line per sample")
+    p.add_argument("--config", default=None, help="run config YAML: keys mirror these flags; flags win")
+    p.add_argument("--host_split", choices=("auto", "on", "off"), default="auto",
+                   help="multi-host: each process computes its share of the samples (auto: unless "
+                        "the --mesh spans hosts, when every process must run every sample)")
+    for module in modules:
+        if hasattr(module, "add_run_arguments"):
+            module.add_run_arguments(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jaxeval.benchmarks.agent_bench.cli import add_run_arguments as add_agent_bench_arguments
     from jaxeval.benchmarks.registry import cli_modules, scorers
@@ -107,17 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxeval", description="Long-context LM evaluation in JAX/Flax")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run a suite (default: facts at 8k on the embedded model and sample)")
-    _model_options(run, str(EMBEDDED_MODEL))
-    run.add_argument("--tasks", default="agent_bench", help="comma-separated (jaxeval.benchmarks.registry)")
-    run.add_argument("--limit", type=int, default=None, help="first N items per config and length")
-    run.add_argument("--batch_size", type=int, default=8, help="prompts generated together")
-    run.add_argument("--output_path", default="results", help="folder for the results JSON")
-    run.add_argument("--out", default=None, help="exact results file (overrides --output_path)")
-    for module in cli_modules():
-        if hasattr(module, "add_run_arguments"):
-            module.add_run_arguments(run)
-    run.set_defaults(func=cmd_run)
+    run = sub.add_parser("run", help="run a suite (default: agent_bench at 8k on the embedded model and sample)")
+    _run_options(run, cli_modules())
+    run.set_defaults(func=cmd_run, parser=run)
+
+    validate = sub.add_parser("validate", help="check a run's config, model config, tokenizer and data first")
+    _run_options(validate, cli_modules())
+    validate.set_defaults(func=cmd_validate, parser=validate)
+
+    ls = sub.add_parser("ls", help="list benchmarks (tasks), their configs and lengths")
+    ls.set_defaults(func=cmd_ls)
 
     ab = sub.add_parser("agent-bench", help="longctx-agent-bench, teacher-forced")
     _model_options(ab, None)
@@ -138,11 +204,43 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("dst")
     conv.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
     conv.set_defaults(func=cmd_convert)
+
+    from jaxeval.results.report import add_report_arguments
+    report = sub.add_parser("report", help="headline tables and an HTML page of plots from results files")
+    add_report_arguments(report)
+    report.set_defaults(func=cmd_report)
+
+    from jaxeval.serve.cli import add_arguments as add_serve_arguments
+    serve = sub.add_parser("serve", help="OpenAI-compatible chat-completions server (127.0.0.1 by default)")
+    add_serve_arguments(serve)
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 
+def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """Make the --config YAML's values the defaults of `run` / `validate`, so flags given on the
+    command line win over the file and the file over the built-in defaults."""
+    from jaxeval.results.runconfig import load_yaml_config
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("command", nargs="?")
+    pre.add_argument("--config", default=None)
+    known, _ = pre.parse_known_args(argv)
+    if known.command not in ("run", "validate") or not known.config:
+        return
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[known.command]
+    actions = {a.dest: a for a in sub._actions if a.dest not in ("help", "func", "parser")}
+    sub.set_defaults(**load_yaml_config(known.config, actions))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
+    try:
+        _apply_config_file(parser, argv)
+    except JaxevalError as e:
+        print(f"jaxeval: error: {e}", file=sys.stderr)
+        return 2
     args, extra = parser.parse_known_args(argv)
     if args.func is not cmd_score and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -14,7 +14,7 @@ def test_default_run_scores_the_embedded_model(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "Facts recalled at 8k tokens" in printed
     everything = json.loads(out.read_text())
-    result = everything["tasks"]["agent_bench"]
+    result = everything["details"]["agent_bench"]
     rows = [row["row"] for row in result["rows"]]
     assert rows[:2] == ["Facts recalled at 8k tokens", "Distant tool calls at 8k tokens"]  # the card's order
     assert "Rules followed at 8k tokens" in rows and "German rules kept far back, worst case" in rows
@@ -22,10 +22,10 @@ def test_default_run_scores_the_embedded_model(tmp_path, capsys):
     assert set(result["sets"]) == {"facts", "tool_calls", "rules_en", "rules_cs", "rules_de"}
     facts = result["sets"]["facts"]["8k"]
     assert facts["items"] == 4 and facts["unaligned"] == 0
-    run = everything["run"]
-    assert run["model"]["dtype"] == "float32" and run["model"]["model_type"] == "llama"
-    assert run["tokens_read"] > 4 * 8000 and run["wall_time_s"] > 0
-    assert {"jax", "flax", "jaxeval", "transformers"} <= set(run["versions"])
+    assert everything["model"]["dtype"] == "float32" and everything["model"]["model_type"] == "llama"
+    assert everything["timing"]["tokens_read"] > 4 * 8000 and everything["timing"]["wall_time_s"] > 0
+    assert {"jax", "flax", "jaxeval", "transformers"} <= set(everything["package_versions"])
+    assert everything["results"]["agent_bench/facts/8k"]["query_accuracy"] == result["rows"][0]["value"]
     assert result["mode"] == "text"
 
 
@@ -33,7 +33,7 @@ def test_agent_bench_writes_output_path_in_results_folder(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     assert main(["run", "--limit", "1", "--sets", "facts"]) == 0
     (written,) = (tmp_path / "results").glob("tiny_llama-*.json")
-    assert json.loads(written.read_text())["tasks"]["agent_bench"]["sets"]["facts"]["8k"]["items"] == 1
+    assert json.loads(written.read_text())["details"]["agent_bench"]["sets"]["facts"]["8k"]["items"] == 1
 
 
 def test_missing_model_is_one_clear_line(tmp_path, capsys):
@@ -99,7 +99,7 @@ def test_run_longbench_e_generates_and_scores(tmp_path, capsys):
     out = tmp_path / "lb.json"
     assert main(["run", "--model", str(tmp_path / "m"), "--tasks", "longbench_e", "--limit", "1",
                  "--out", str(out)]) == 0
-    result = json.loads(out.read_text())["tasks"]["longbench_e"]
+    result = json.loads(out.read_text())["details"]["longbench_e"]
     assert result["benchmark"] == "longbench_e"
     assert len(result["scores"]) == 13
     assert "0-4k" in capsys.readouterr().out

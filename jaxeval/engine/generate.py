@@ -31,8 +31,10 @@ from jaxeval.engine.sampling import choose_tokens, prompt_keys
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.attention import decode_attention
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.context import take_row, write_row
 from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers
 from jaxeval.models.rope import layer_inverse_frequencies
+from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, replicated, zeros
 
 FINISH_REASONS = ("eos", "stop", "length")
 
@@ -52,8 +54,8 @@ def batch_bucket(n: int) -> int:
     return rows
 
 
-@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1, 2))
-def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, *, config, backend):
+@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2))
+def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, *, config, backend, mesh=None):
     """Write the K/V of one prompt chunk into cache row `row`.
 
     cache_k, cache_v [B, L, S, KV, hd]; chunk_ids int [1, C] (positions start .. start + C - 1);
@@ -61,13 +63,14 @@ def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, *, config, back
     any query can see them (a query at position q sees keys <= q only).
     """
     c = chunk_ids.shape[1]
-    row_cache = tuple(jnp.swapaxes(jax.lax.dynamic_slice_in_dim(cache, row, 1, axis=0), 0, 1)
+    row_cache = tuple(jnp.swapaxes(take_row(cache, row, mesh, DECODE_CACHE), 0, 1)
                       for cache in (cache_k, cache_v))  # [L, 1, S, KV, hd], run_layers' layout
     x = embed_tokens(params, config, chunk_ids)
-    _, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), row_cache, start, backend)
-    at = (row, 0, start, 0, 0)
-    return (jax.lax.dynamic_update_slice(cache_k, jnp.swapaxes(k_new, 0, 1).astype(cache_k.dtype), at),
-            jax.lax.dynamic_update_slice(cache_v, jnp.swapaxes(v_new, 0, 1).astype(cache_v.dtype), at))
+    _, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), row_cache, start, backend, mesh,
+                                   cache_sharded=False)  # decode reads the whole sequence: kept unsplit
+    cache_k = write_row(cache_k, jnp.swapaxes(k_new, 0, 1), row, start, mesh, DECODE_CACHE)
+    cache_v = write_row(cache_v, jnp.swapaxes(v_new, 0, 1), row, start, mesh, DECODE_CACHE)
+    return constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE)
 
 
 def _decode_row(params, cache_k, cache_v, token, position, config):
@@ -96,16 +99,19 @@ def _decode_row(params, cache_k, cache_v, token, position, config):
     return final_logits(params, config, x[0, 0]), cache_k, cache_v
 
 
-@functools.partial(jax.jit, static_argnames=("config",), donate_argnums=(1, 2))
-def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, *, config):
+@functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1, 2))
+def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, *, config, mesh=None):
     """Feed tokens int [B] at positions int [B] (one per row); write their K/V; sample the next tokens.
 
-    cache_k, cache_v [B, L, S, KV, hd], donated and updated in place.
+    cache_k, cache_v [B, L, S, KV, hd], donated and updated in place (on a mesh: rows over
+    data/fsdp, K/V heads over tensor, the sequence whole). Tokens and positions come back replicated.
     Returns (next tokens int32 [B], positions + 1, cache_k, cache_v).
     """
     logits, cache_k, cache_v = jax.vmap(_decode_row, in_axes=(None, 0, 0, 0, 0, None))(
         params, cache_k, cache_v, tokens, positions, config)
-    return choose_tokens(logits, keys, positions, temperature, top_p), positions + 1, cache_k, cache_v
+    chosen = choose_tokens(logits, keys, positions, temperature, top_p)
+    return (constrain(chosen, mesh, "read_rows"), constrain(positions + 1, mesh, "read_rows"),
+            constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE))
 
 
 def check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, config: ModelConfig, tokenizer):
@@ -179,7 +185,7 @@ class _RowOutput:
 
 def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=None, temperature: float = 0.0,
              top_p: float = 1.0, seed: int = 0, tokenizer=None, eos_token_ids=None, backend: str = "chunked",
-             prefill_chunk_len: int = 2048, batch_size: int = 8) -> list[Generation]:
+             prefill_chunk_len: int = 2048, batch_size: int = 8, mesh=None) -> list[Generation]:
     """Generate up to max_new_tokens after each prompt (a list of token-id lists of any lengths).
 
     eos_token_ids: the ids that end a generation; by default config.eos_token_ids plus the
@@ -187,7 +193,7 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
     (the tokens keep everything generated). temperature 0 is greedy; otherwise temperature, then
     top_p, then a draw keyed by (seed, prompt index, position). Prompts are batched batch_size at a
     time, longest first, each batch padded to a power-of-two number of rows; results come back in
-    the order of `prompts`.
+    the order of `prompts`. mesh: the jaxeval mesh the params are sharded over (None: one device).
     """
     arrays, stop = check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, config, tokenizer)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -205,14 +211,14 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
         rows = [_RowOutput(max_new_tokens, eos, stop, tokenizer) for _ in group]
         _generate_batch(params, config, [arrays[i] for i in group], group, rows, max_new_tokens,
                         temperature=temperature, top_p=top_p, seed=seed, backend=backend,
-                        prefill_chunk_len=prefill_chunk_len)
+                        prefill_chunk_len=prefill_chunk_len, mesh=mesh)
         for i, row in zip(group, rows):
             results[i] = row.result()
     return results
 
 
 def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *, temperature, top_p, seed,
-                    backend, prefill_chunk_len):
+                    backend, prefill_chunk_len, mesh=None):
     """Prefill then decode one batch; fills rows (one _RowOutput per prompt) in place.
 
     Prefill writes all prompt tokens but the last; the first decode step feeds the last one and
@@ -229,25 +235,32 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
 
     dtype = params["embed"].dtype
     cache_shape = (b, config.num_layers, cache_len, config.num_kv_heads, config.head_dim)
-    cache_k, cache_v = jnp.zeros(cache_shape, dtype), jnp.zeros(cache_shape, dtype)
+    cache_k, cache_v = zeros(cache_shape, dtype, mesh, DECODE_CACHE), zeros(cache_shape, dtype, mesh, DECODE_CACHE)
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
         padded[0, :prompt.size] = prompt
         for start in range(0, prompt.size - 1, chunk):
-            cache_k, cache_v = prefill_row(params, cache_k, cache_v, jnp.asarray(padded[:, start:start + chunk]),
-                                           jnp.int32(start), jnp.int32(r), config=config, backend=backend)
+            cache_k, cache_v = prefill_row(params, cache_k, cache_v, host_array(padded[:, start:start + chunk], mesh),
+                                           host_array(np.int32(start), mesh), host_array(np.int32(r), mesh),
+                                           config=config, backend=backend, mesh=mesh)
 
     ids = np.zeros(b, np.int32)
     ids[:n] = prompt_ids
-    keys = prompt_keys(np.uint32(seed), jnp.asarray(ids))
-    temperature, top_p = jnp.float32(temperature), jnp.float32(top_p)
+    if mesh is None:
+        keys = prompt_keys(np.uint32(seed), jnp.asarray(ids))
+    else:  # every process builds the same replicated keys
+        keys = jax.jit(prompt_keys, out_shardings=replicated(mesh))(host_array(np.uint32(seed), mesh),
+                                                                    host_array(ids, mesh))
+    temperature, top_p = host_array(np.float32(temperature), mesh), host_array(np.float32(top_p), mesh)
     last = np.zeros(b, np.int32)
     last[:n] = [p[-1] for p in prompts]
 
     def step(tokens, positions, cache_k, cache_v):
-        return decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, config=config)
+        return decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, config=config,
+                           mesh=mesh)
 
-    upcoming, positions, cache_k, cache_v = step(jnp.asarray(last), jnp.asarray(lengths - 1), cache_k, cache_v)
+    upcoming, positions, cache_k, cache_v = step(host_array(last, mesh), host_array(lengths - 1, mesh), cache_k,
+                                                 cache_v)
     for produced in range(1, max_new_tokens + 1):
         tokens = upcoming
         if produced < max_new_tokens:  # dispatch the next step before waiting for this one's tokens

@@ -23,6 +23,7 @@ from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
 from jaxeval.engine.read import check_read_request, prefill_chunk, read, read_head
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.sharding import READ_CACHE, host_array, zeros
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,8 +47,10 @@ class _Request:
 
 
 def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefill_chunk_len=2048,
-              dtype=jnp.float32) -> SharedReads:
-    """Read every (ids, positions, tokens) request; see jaxeval.engine.backend.ReadBackend.read."""
+              dtype=jnp.float32, mesh=None) -> SharedReads:
+    """Read every (ids, positions, tokens) request; see jaxeval.engine.backend.ReadBackend.read.
+
+    mesh: the jaxeval mesh the params are sharded over (None: one device)."""
     checked = []
     for index, (ids, positions, tokens) in enumerate(requests):
         one = np.ndim(tokens) == 1
@@ -67,13 +70,13 @@ def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefi
             groups.setdefault(request.ids[:overall].tobytes(), []).append(request)
         else:
             singles.append([request])
-    run = dict(params=params, config=config, backend=backend, dtype=dtype)
+    run = dict(params=params, config=config, backend=backend, dtype=dtype, mesh=mesh)
     for group in [*groups.values(), *singles]:
         if len(group) == 1:
             request = group[0]
             result = read(params, config, request.ids, request.positions,
                           request.tokens[:, 0] if request.one_token_each else request.tokens,
-                          backend=backend, prefill_chunk_len=prefill_chunk_len, dtype=dtype)
+                          backend=backend, prefill_chunk_len=prefill_chunk_len, dtype=dtype, mesh=mesh)
             results[request.index] = result
             tokens_run += request.n_inputs
             continue
@@ -85,7 +88,7 @@ def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefi
 
 
 def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *, params, config, backend,
-                dtype) -> tuple[int, int]:
+                dtype, mesh) -> tuple[int, int]:
     bucket = length_bucket(max(r.n_inputs for r in group))
     chunk = chunk_size(bucket, prefill_chunk_len)
     # The trie: node id per (parent node id, chunk bytes), and how many requests pass through it.
@@ -131,7 +134,7 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
     def take(node: int):
         """A fresh copy of the node's cache (zeros at the root); frees it after its last user."""
         if node == -1:
-            return jnp.zeros(cache_shape, dtype), jnp.zeros(cache_shape, dtype)
+            return zeros(cache_shape, dtype, mesh, READ_CACHE), zeros(cache_shape, dtype, mesh, READ_CACHE)
         cache_k, cache_v = caches[node]
         users[node] -= 1
         if users[node] == 0:
@@ -148,11 +151,12 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         start = shared[above][0] * chunk if above != -1 else 0
         cache_k, cache_v = take(above)
         ids = padded(request)
-        hidden = jnp.zeros((count_bucket(1), config.hidden_size), dtype)
-        no_reads = jnp.full((count_bucket(1),), -1, jnp.int32)
+        hidden = zeros((count_bucket(1), config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
+        no_reads = host_array(np.full((count_bucket(1),), -1, np.int32), mesh)
         for at in range(start, depth * chunk, chunk):
-            cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, jnp.asarray(ids[:, at:at + chunk]),
-                                                     jnp.int32(at), hidden, no_reads, config=config, backend=backend)
+            cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, host_array(ids[:, at:at + chunk], mesh),
+                                                     host_array(np.int32(at), mesh), hidden, no_reads, config=config,
+                                                     backend=backend, mesh=mesh)
         caches[node] = (cache_k, cache_v)
         tokens_run += depth * chunk - start
 
@@ -167,13 +171,14 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         gather_at[:k] = request.positions - 1
         tokens = np.zeros((k_pad, request.tokens.shape[1]), np.int32)
         tokens[:k] = request.tokens
-        hidden = jnp.zeros((k_pad, config.hidden_size), dtype)
-        ids, gather_at = padded(request), jnp.asarray(gather_at)
+        hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
+        ids, gather_at = padded(request), host_array(gather_at, mesh)
         for at in range(request.start * chunk, request.n_inputs, chunk):
-            cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, jnp.asarray(ids[:, at:at + chunk]),
-                                                     jnp.int32(at), hidden, gather_at, config=config, backend=backend)
+            cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, host_array(ids[:, at:at + chunk], mesh),
+                                                     host_array(np.int32(at), mesh), hidden, gather_at, config=config,
+                                                     backend=backend, mesh=mesh)
         del cache_k, cache_v
-        top1, logprobs = read_head(params, hidden, jnp.asarray(tokens), config=config)
+        top1, logprobs = read_head(params, hidden, host_array(tokens, mesh), config=config, mesh=mesh)
         top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]
         results[request.index] = ReadResult(top1=top1, logprobs=logprobs[:, 0] if request.one_token_each else logprobs)
         tokens_run += request.n_inputs - request.start * chunk

@@ -17,31 +17,41 @@ from jaxeval.engine.backend import ReadResult
 from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.context import write_chunk
 from jaxeval.models.decoder import embed_tokens, final_logits, run_layers
+from jaxeval.models.sharding import READ_CACHE, constrain, host_array, zeros
 
 HEAD_ROWS = 64  # rows of the LM head projected at once: [64, vocab] float32 at a time
 
 
-@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1, 2, 5))
-def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at, *, config, backend):
+@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2, 5))
+def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at, *, config, backend, mesh=None):
     """Run one chunk through all layers, write its K/V, keep the final states wanted by gather_at.
 
     cache_k, cache_v [L, 1, S, KV, hd]; chunk_ids int [1, C]; start int scalar;
     hidden [K, D] (accumulated); gather_at int [K]: absolute positions whose output is wanted.
+    On a mesh the outputs keep the rules' shardings (cache: READ_CACHE; hidden: replicated).
     """
     c = chunk_ids.shape[1]
     x = embed_tokens(params, config, chunk_ids)
-    x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start, backend)
-    cache_k = jax.lax.dynamic_update_slice_in_dim(cache_k, k_new.astype(cache_k.dtype), start, axis=2)
-    cache_v = jax.lax.dynamic_update_slice_in_dim(cache_v, v_new.astype(cache_v.dtype), start, axis=2)
+    x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start, backend,
+                                   mesh)
+    if mesh is None:
+        cache_k = jax.lax.dynamic_update_slice_in_dim(cache_k, k_new.astype(cache_k.dtype), start, axis=2)
+        cache_v = jax.lax.dynamic_update_slice_in_dim(cache_v, v_new.astype(cache_v.dtype), start, axis=2)
+    else:  # each sequence shard of the cache writes its own part of the chunk
+        cache_k = write_chunk(cache_k, k_new, start, mesh, READ_CACHE)
+        cache_v = write_chunk(cache_v, v_new, start, mesh, READ_CACHE)
     local = gather_at - start
     inside = (local >= 0) & (local < c)
     rows = x[0, jnp.clip(local, 0, c - 1)]
-    return cache_k, cache_v, jnp.where(inside[:, None], rows.astype(hidden.dtype), hidden)
+    hidden = jnp.where(inside[:, None], rows.astype(hidden.dtype), hidden)
+    return (constrain(cache_k, mesh, *READ_CACHE), constrain(cache_v, mesh, *READ_CACHE),
+            constrain(hidden, mesh, "read_rows", "hidden"))
 
 
-@functools.partial(jax.jit, static_argnames=("config",))
-def read_head(params, hidden, tokens, *, config):
+@functools.partial(jax.jit, static_argnames=("config", "mesh"))
+def read_head(params, hidden, tokens, *, config, mesh=None):
     """hidden [K, D], tokens int [K, C] -> top-1 int32 [K], log-probs float32 [K, C]."""
     k, d = hidden.shape
     rows = min(HEAD_ROWS, k)
@@ -54,7 +64,8 @@ def read_head(params, hidden, tokens, *, config):
         return top1, jnp.take_along_axis(logits, t, axis=-1) - lse
 
     top1, logprobs = jax.lax.map(block, (hidden.reshape(k // rows, rows, d), tokens.reshape(k // rows, rows, -1)))
-    return top1.reshape(k), logprobs.reshape(k, -1)
+    top1, logprobs = top1.reshape(k), logprobs.reshape(k, -1)
+    return constrain(top1, mesh, "read_rows"), constrain(logprobs, mesh, "read_rows", "hidden")
 
 
 def check_read_request(ids, positions, tokens, vocab_size: int):
@@ -82,8 +93,11 @@ def check_read_request(ids, positions, tokens, vocab_size: int):
 
 
 def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunked", prefill_chunk_len=2048,
-         dtype=jnp.float32) -> ReadResult:
-    """Teacher-forced read of one sequence: see jaxeval.engine.backend.ReadBackend.read."""
+         dtype=jnp.float32, mesh=None) -> ReadResult:
+    """Teacher-forced read of one sequence: see jaxeval.engine.backend.ReadBackend.read.
+
+    mesh: a jaxeval mesh (jaxeval.engine.mesh) the params are sharded over, or None (one device).
+    """
     one_token_each = np.ndim(tokens) == 1
     ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)
     n_inputs = int(positions.max())  # the last input needed is ids[max(p) - 1]
@@ -103,14 +117,14 @@ def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunke
     padded_tokens[:k] = tokens
 
     cache_shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
-    cache_k, cache_v = jnp.zeros(cache_shape, dtype), jnp.zeros(cache_shape, dtype)
-    hidden = jnp.zeros((k_pad, config.hidden_size), dtype)
-    gather_at = jnp.asarray(gather_at)
+    cache_k, cache_v = zeros(cache_shape, dtype, mesh, READ_CACHE), zeros(cache_shape, dtype, mesh, READ_CACHE)
+    hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
+    gather_at = host_array(gather_at, mesh)
     for start in range(0, n_inputs, chunk):
         cache_k, cache_v, hidden = prefill_chunk(
-            params, cache_k, cache_v, jnp.asarray(padded_ids[:, start:start + chunk]), jnp.int32(start), hidden,
-            gather_at, config=config, backend=backend)
+            params, cache_k, cache_v, host_array(padded_ids[:, start:start + chunk], mesh),
+            host_array(np.int32(start), mesh), hidden, gather_at, config=config, backend=backend, mesh=mesh)
     del cache_k, cache_v
-    top1, logprobs = read_head(params, hidden, jnp.asarray(padded_tokens), config=config)
+    top1, logprobs = read_head(params, hidden, host_array(padded_tokens, mesh), config=config, mesh=mesh)
     top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]
     return ReadResult(top1=top1, logprobs=logprobs[:, 0] if one_token_each else logprobs)

@@ -8,18 +8,29 @@ s <= q and, when window > 0, q - s < window. Scores and softmax are float32.
 - chunked: blockwise online softmax; key blocks that are fully masked (beyond the causal
   diagonal or before the sliding window) are never computed. The CPU and fallback path.
 
+- splash: the Pallas TPU splash-attention kernel (interpret mode on CPU, for tests);
+  jaxeval/models/splash_attention.py.
+- cudnn: jax.nn.dot_product_attention(implementation="cudnn") on GPU; jaxeval/models/cudnn_attention.py.
+
+Backends are chosen by name through the registry below: `check_attention` says, before anything
+is compiled, whether a backend runs a given model on this platform and dtype (and which backends
+would); `get_attention(name, config, mesh)` returns the attend function.
+
 decode_attention (one query against a stacked KV cache, read in place) serves token-by-token
 generation whatever the backend.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
 
+from jaxeval.errors import ConfigError
+
 MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)
-BACKENDS = ("xla", "chunked")
 
 
 def _scores(q, k, scale, softcap):
@@ -98,14 +109,6 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256
     return out.transpose(1, 0, 3, 2, 4, 5).reshape(b, t, h, d).astype(q.dtype)
 
 
-def get_attention(backend: str):
-    if backend == "xla":
-        return xla_attention
-    if backend == "chunked":
-        return chunked_attention
-    raise ValueError(f"unknown attention backend {backend!r} (available: {', '.join(BACKENDS)})")
-
-
 def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512):
     """One query against one layer of a stacked KV cache, for token-by-token decoding.
 
@@ -143,3 +146,97 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
             jnp.zeros(shape + (d,), jnp.float32))
     _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
     return (acc / l[..., None]).reshape(h, d).astype(q.dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# Registry: one entry per backend, with what it can run. Checked before anything is compiled.
+
+@dataclasses.dataclass(frozen=True)
+class AttentionBackend:
+    name: str
+    platforms: tuple[str, ...]  # jax.default_backend() values it runs on
+    sliding_window: bool
+    softcap: bool
+    dtypes: tuple[str, ...] | None  # activation dtypes (None: any)
+    head_dim_multiple: int = 1
+    max_head_dim: int | None = None
+    build: Callable | None = None  # (config, mesh) -> attend(q, k, v, q_start, window, scale, softcap)
+    about: str = ""
+    test_only_platforms: tuple[str, ...] = ()  # runs there (slowly), but is never suggested there
+
+
+def _build_xla(config, mesh):
+    return xla_attention
+
+
+def _build_chunked(config, mesh):
+    return chunked_attention
+
+
+def _build_splash(config, mesh):
+    from jaxeval.models.splash_attention import make_splash_attention
+
+    return make_splash_attention(config, mesh)
+
+
+def _build_cudnn(config, mesh):
+    from jaxeval.models.cudnn_attention import make_cudnn_attention
+
+    return make_cudnn_attention(config, mesh)
+
+
+REGISTRY = {b.name: b for b in (
+    AttentionBackend("xla", ("cpu", "gpu", "tpu"), True, True, None, build=_build_xla,
+                     about="reference; materialises [T, S] scores"),
+    AttentionBackend("chunked", ("cpu", "gpu", "tpu"), True, True, None, build=_build_chunked,
+                     about="pure-JAX blockwise online softmax; the CPU and fallback path"),
+    AttentionBackend("splash", ("tpu", "cpu"), True, True, None, build=_build_splash,
+                     about="Pallas TPU kernel (CPU: interpret mode, for tests only)", test_only_platforms=("cpu",)),
+    AttentionBackend("cudnn", ("gpu",), True, False, ("bfloat16", "float16"), head_dim_multiple=8,
+                     max_head_dim=256, build=_build_cudnn, about="cuDNN flash attention through jax.nn"),
+)}
+BACKENDS = tuple(REGISTRY)
+
+
+def _unsupported(b: AttentionBackend, config, dtype: str | None, platform: str) -> str | None:
+    """Why backend b cannot run this model here, or None."""
+    if platform not in b.platforms:
+        return f"runs on {'/'.join(b.platforms)}, not on this {platform} platform"
+    if config is not None:
+        if not b.sliding_window and any(config.layer_windows):
+            return f"does not support sliding-window layers (window {max(config.layer_windows)})"
+        if not b.softcap and config.attn_logit_softcap:
+            return f"does not support attention logit soft-capping (attn_logit_softcap={config.attn_logit_softcap})"
+        if config.head_dim % b.head_dim_multiple or (b.max_head_dim and config.head_dim > b.max_head_dim):
+            return (f"needs head_dim to be a multiple of {b.head_dim_multiple} and at most {b.max_head_dim} "
+                    f"(the model has {config.head_dim})")
+    if dtype is not None and b.dtypes is not None and dtype not in b.dtypes:
+        return f"needs dtype {' or '.join(b.dtypes)} (got {dtype})"
+    return None
+
+
+def check_attention(name: str, config=None, dtype: str | None = None, platform: str | None = None) -> AttentionBackend:
+    """The backend called `name`, or a ConfigError saying why it cannot run `config` in `dtype` here
+    and naming the backends that can. platform defaults to jax.default_backend()."""
+    if name not in REGISTRY:
+        raise ConfigError(f"attention={name!r} is not a backend (choose {', '.join(BACKENDS)})")
+    platform = platform or jax.default_backend()
+    why = _unsupported(REGISTRY[name], config, dtype, platform)
+    if why:
+        able = [n for n, b in REGISTRY.items() if n != name and platform not in b.test_only_platforms
+                and _unsupported(b, config, dtype, platform) is None]
+        raise ConfigError(f"attention={name!r} {why}; use {' or '.join(able) or 'another dtype'} instead")
+    return REGISTRY[name]
+
+
+def get_attention(name: str, config=None, mesh=None):
+    """attend(q, k, v, q_start, window, scale, softcap) of backend `name` for `config`.
+
+    splash and cudnn need static masks: they take the model's distinct layer windows from
+    `config`, so a traced per-layer window (scanned layers) picks one of them. mesh=None: the
+    function takes local arrays (the decoder runs every backend per shard itself, through
+    jaxeval.models.context.mesh_attention); with a jaxeval mesh, splash and cudnn take global
+    arrays and shard themselves the same way, while xla and chunked are left to XLA's partitioner.
+    """
+    backend = check_attention(name, config)
+    return backend.build(config, mesh)

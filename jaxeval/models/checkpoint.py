@@ -46,7 +46,12 @@ def save_checkpoint(folder, params: dict, hf_config: dict, dtype: str, tokenizer
 
 
 def load_checkpoint_params(folder, c: ModelConfig, dtype, sharding=None) -> dict:
-    """Restore params into the layout config.json implies; a mismatch names the tensor."""
+    """Restore params into the layout config.json implies; a mismatch names the tensor.
+
+    sharding: one Sharding for every array, or a nested dict of them matching param_shapes
+    (jaxeval.models.sharding.param_shardings): Orbax then restores each array straight into its
+    sharding, every process reading only the chunks its devices hold.
+    """
     folder = Path(folder).absolute()
     try:
         meta = json.loads((folder / "jaxeval.json").read_text())
@@ -74,8 +79,7 @@ def load_checkpoint_params(folder, c: ModelConfig, dtype, sharding=None) -> dict
             if not flat_stored:  # Orbax returns no metadata (only logs a warning) when it cannot read it
                 raise CheckpointError(f"{folder / 'params'}: no readable Orbax checkpoint metadata "
                                       "(the checkpoint is incomplete or corrupt)")
-            expected = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s, stored_dtype, sharding=sharding),
-                                    param_shapes(c), is_leaf=lambda x: isinstance(x, tuple))
+            expected = _abstract(param_shapes(c), stored_dtype, sharding)
             wanted = {jax.tree_util.keystr(k) for k, _ in jax.tree_util.tree_leaves_with_path(expected)}
             extra = sorted(set(flat_stored) - wanted)
             if extra:
@@ -94,3 +98,13 @@ def load_checkpoint_params(folder, c: ModelConfig, dtype, sharding=None) -> dict
         except Exception as e:  # Orbax/TensorStore raise many types for corrupt data
             raise CheckpointError(f"{folder / 'params'}: cannot restore Orbax checkpoint ({type(e).__name__}: {e})") from None
     return jax.tree.map(lambda a: a.astype(dtype), params)
+
+
+def _abstract(shapes: dict, dtype, sharding) -> dict:
+    """ShapeDtypeStructs for a nested dict of shapes; sharding: one for all, or a matching nested dict."""
+    out = {}
+    for name, shape in shapes.items():
+        target = sharding.get(name) if isinstance(sharding, dict) else sharding
+        out[name] = (_abstract(shape, dtype, target) if isinstance(shape, dict)
+                     else jax.ShapeDtypeStruct(shape, dtype, sharding=target))
+    return out

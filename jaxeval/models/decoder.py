@@ -21,7 +21,9 @@ from flax import nnx
 
 from jaxeval.models.attention import get_attention
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.context import mesh_attention, stripe_order
 from jaxeval.models.rope import apply_rope, layer_inverse_frequencies
+from jaxeval.models.sharding import constrain
 
 
 def param_shapes(c: ModelConfig) -> dict:
@@ -124,37 +126,59 @@ def layer_output(lp, c: ModelConfig, x, attn):
     return x + out
 
 
-def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None, start=0, backend="xla"):
+def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None, start=0, backend="xla",
+                  mesh=None, cache_sharded=True):
     """One decoder layer. x [B, T, D]; positions int [T] (absolute); window int scalar (0 = none).
 
     cache: (k, v) [B, S, KV, hd] holding keys/values of positions < start; this chunk's are written
     at `start` and attention runs over the whole cache. Without a cache, attention is over x alone.
-    Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd].
+    On a mesh, attention runs per shard (jaxeval.models.context.mesh_attention); with context
+    parallelism x and positions come in striped token order; cache_sharded: the cache is split
+    over `context` along the sequence (the read cache) rather than whole (generate's).
+    Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd] in natural token order.
     """
     q, k, v = attention_inputs(lp, c, x, positions, inv_freq)
-    if cache is None:
-        keys, values, q_start = k, v, 0
+    attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
+    if mesh is not None:
+        q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
+        attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale, c.attn_logit_softcap,
+                                    mesh, cache_sharded)
     else:
-        keys = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), start, axis=1)
-        values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
-        q_start = start
-    attn = get_attention(backend)(q, keys, values, q_start, window, c.attention_scale, c.attn_logit_softcap)
-    return layer_output(lp, c, x, attn), (k, v)
+        if cache is None:
+            keys, values, q_start = k, v, 0
+        else:
+            keys = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), start, axis=1)
+            values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
+            q_start = start
+        attn = attend(q, keys, values, q_start, window, c.attention_scale, c.attn_logit_softcap)
+    x = layer_output(lp, c, x, attn)
+    return constrain(x, mesh, "batch", "sequence", "hidden"), (k, v)
 
 
-def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla"):
+def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla", mesh=None,
+               cache_sharded=True):
     """Scan the stacked layers. cache: (k, v) [L, B, S, KV, hd] or None.
 
-    Returns (x [B, T, D], (k_new, v_new) [L, B, T, KV, hd]).
+    On a mesh with context > 1 the chunk runs in striped token order (see jaxeval.models.context);
+    cache_sharded: see layer_forward.
+    Returns (x [B, T, D], (k_new, v_new) [L, B, T, KV, hd]), all in natural token order.
     """
     inv_freq = jnp.asarray(layer_inverse_frequencies(c))
     windows = jnp.asarray(np.array(c.layer_windows, dtype=np.int32))
+    inverse = None
+    if mesh is not None and mesh.shape["context"] > 1:
+        order, inverse = (jnp.asarray(o) for o in stripe_order(x.shape[1], mesh.shape["context"]))
+        x, positions = x[:, order], positions[order]
+    x = constrain(x, mesh, "batch", "sequence", "hidden")
 
     def body(x, xs):
         lp, freq, window, layer_cache = xs
-        return layer_forward(lp, c, x, positions, freq, window, layer_cache, start, backend)
+        return layer_forward(lp, c, x, positions, freq, window, layer_cache, start, backend, mesh, cache_sharded)
 
-    return jax.lax.scan(body, x, (params["layers"], inv_freq, windows, cache))
+    x, new_kv = jax.lax.scan(body, x, (params["layers"], inv_freq, windows, cache))
+    if inverse is not None:
+        x = x[:, inverse]
+    return x, new_kv
 
 
 def output_projection(params, c: ModelConfig):

@@ -5,6 +5,7 @@ HF linear weights are [out, in]; ours are [in, ...heads...] so the einsums read 
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from jaxeval.errors import CheckpointError
@@ -70,8 +71,14 @@ def _prefix(st: SafetensorsFolder) -> str:
                           f"({', '.join(p or '(none)' for p in _PREFIXES)})")
 
 
-def load_hf_params(folder, c: ModelConfig, dtype) -> dict:
-    """Read a HF safetensors folder into our nested dict of numpy arrays, cast to `dtype`."""
+def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None) -> dict:
+    """Read a HF safetensors folder into our nested dict of arrays, cast to `dtype`.
+
+    Without shardings: numpy arrays. With shardings (a nested dict of NamedSharding matching
+    param_shapes, e.g. jaxeval.models.sharding.param_shardings): global jax arrays built shard by
+    shard, each process reading only the bytes of the slices its own devices hold (the files are
+    memory-mapped; our layout is a view of the HF one, so a slice touches only its own rows).
+    """
     st = SafetensorsFolder(folder)
     prefix = _prefix(st)
     shapes = param_shapes(c)
@@ -83,20 +90,37 @@ def load_hf_params(folder, c: ModelConfig, dtype) -> dict:
                                   f"config.json implies {list(expected)}")
         return w
 
-    params = {"embed": fetch(f"{prefix}embed_tokens.weight", shapes["embed"]).astype(dtype),
-              "final_norm": fetch(f"{prefix}norm.weight", shapes["final_norm"]).astype(dtype)}
+    views = {"embed": fetch(f"{prefix}embed_tokens.weight", shapes["embed"]),
+             "final_norm": fetch(f"{prefix}norm.weight", shapes["final_norm"])}
     if "lm_head" in shapes:
         head_name = "lm_head.weight" if "lm_head.weight" in st else prefix.replace("model.", "", 1) + "lm_head.weight"
         V, D = shapes["embed"]
-        params["lm_head"] = fetch(head_name, (V, D)).T.astype(dtype)
+        views["lm_head"] = fetch(head_name, (V, D)).T
     hf_names = _layer_names(c)
-    layers = {}
-    for name, stacked_shape in shapes["layers"].items():
-        per_layer = stacked_shape[1:]
-        out = np.empty(stacked_shape, dtype)
-        for i in range(c.num_layers):
-            hf = fetch(f"{prefix}layers.{i}.{hf_names[name]}", _hf_shape(name, per_layer))
-            out[i] = _to_ours(name, hf, c).astype(dtype)
-        layers[name] = out
-    params["layers"] = layers
+    layer_views = {name: [_to_ours(name, fetch(f"{prefix}layers.{i}.{hf_names[name]}", _hf_shape(name, shape[1:])), c)
+                          for i in range(c.num_layers)]
+                   for name, shape in shapes["layers"].items()}  # per layer: views of the memory-mapped files
+
+    def top_block(name):
+        return lambda index: np.asarray(views[name][tuple(index)], dtype=dtype)
+
+    def layer_block(name):
+        def block(index):
+            index = tuple(index)
+            layers = range(c.num_layers)[index[0]]
+            return np.stack([np.asarray(layer_views[name][i][index[1:]], dtype=dtype) for i in layers])
+        return block
+
+    blocks = {name: (shapes[name], top_block(name)) for name in views}
+    blocks["layers"] = {name: (shape, layer_block(name)) for name, shape in shapes["layers"].items()}
+
+    def build(shape, block, target):
+        if target is None:
+            return block(tuple(slice(None) for _ in shape))
+        return jax.make_array_from_callback(shape, target, block)
+
+    targets = shardings or {}
+    params = {name: build(*blocks[name], targets.get(name)) for name in views}
+    params["layers"] = {name: build(*blocks["layers"][name], targets.get("layers", {}).get(name))
+                        for name in shapes["layers"]}
     return params

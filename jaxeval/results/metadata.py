@@ -32,14 +32,22 @@ def git_sha() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def run_metadata(model, wall_time_s: float) -> dict:
+def model_info(model) -> dict:
+    return {"path": str(model.path), "model_type": model.config.model_type, "dtype": model.dtype,
+            "fingerprint": model.fingerprint, "attention": model.attention}
+
+
+def device_info() -> dict:
     import jax
 
+    return {"platform": jax.default_backend(), "count": jax.device_count(),
+            "kind": jax.devices()[0].device_kind, "processes": jax.process_count()}
+
+
+def run_metadata(model, wall_time_s: float) -> dict:
     return {
-        "model": {"path": model.path, "model_type": model.config.model_type, "dtype": model.dtype,
-                  "fingerprint": model.fingerprint, "attention": model.attention},
-        "devices": {"platform": jax.default_backend(), "count": jax.device_count(),
-                    "kind": jax.devices()[0].device_kind, "processes": jax.process_count()},
+        "model": model_info(model),
+        "devices": device_info(),
         "versions": package_versions(),
         "git_sha": git_sha(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

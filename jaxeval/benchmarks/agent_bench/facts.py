@@ -17,6 +17,7 @@ from jaxeval.benchmarks.agent_bench.align import (
     TEXT_MODE, Alignment, align_stored_ids, align_text, stored_ids_problem,
 )
 from jaxeval.benchmarks.agent_bench.data import FactsItem
+from jaxeval.benchmarks.agent_bench.distance import by_distance
 from jaxeval.errors import ConfigError, InputTooLongError
 
 
@@ -100,6 +101,8 @@ def facts_metrics(items: Sequence[ItemOutcome]) -> dict:
         "correct_tokens": correct_tokens,
         "tokens_read": sum(item.tokens_read for item in items),
         "mode": _split_mode(items),
+        "by_distance": by_distance(queries, lambda q: q.distance_tokens, lambda q: q.aligned,
+                                   lambda q: q.recalled, "query_accuracy"),
     }
 
 

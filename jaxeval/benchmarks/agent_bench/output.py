@@ -4,7 +4,7 @@ Output: `rows` (the card's headline rows, in its order and wording, for the sets
 run), `sets` (every metric per config and length, with counts), `reference` (what the rules
 configs were compared with), `mode` (what was actually used: "text", "stored_ids" or
 "mixed"), `tokens` (rules configs: tokens run vs the naive count), plus `mode_requested` and
-`mode_notes` (why auto fell back to text).
+`mode_notes` (why auto fell back to text), `sample_log` (one dict per facts / tool_calls item).
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ from typing import Sequence
 
 from jaxeval.benchmarks.agent_bench.align import MODES
 from jaxeval.benchmarks.agent_bench.data import CONFIGS, SPLITS, load_split
-from jaxeval.benchmarks.agent_bench.facts import facts_metrics, score_facts_item
+from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome, facts_metrics, score_facts_item
 from jaxeval.benchmarks.agent_bench.schema import RULE_LANGS
-from jaxeval.benchmarks.agent_bench.tool_calls import score_tool_calls_item, tool_calls_metrics
+from jaxeval.benchmarks.agent_bench.tool_calls import (
+    ToolItemOutcome, ToolTargetOutcome, score_tool_calls_item, tool_calls_metrics,
+)
 from jaxeval.errors import ConfigError, DataError
+from jaxeval.results.resumable import map_journaled
 
 IMPLEMENTED_SETS = CONFIGS
 
@@ -27,6 +30,37 @@ IMPLEMENTED_SETS = CONFIGS
 SINGLE_READ_CONFIGS = {"facts": (score_facts_item, facts_metrics),
                        "tool_calls": (score_tool_calls_item, tool_calls_metrics)}
 RULES_CONFIGS = tuple(RULE_LANGS)
+# config -> (item outcome, its field of per-target outcomes, their type): journal records back to outcomes
+OUTCOME_TYPES = {"facts": (ItemOutcome, "queries", QueryOutcome),
+                 "tool_calls": (ToolItemOutcome, "targets", ToolTargetOutcome)}
+
+
+def outcome_from_record(config: str, record: dict):
+    """The outcome a journal record holds; a record of another jaxeval version is an error, not
+    a silently defaulted field."""
+    outcome_type, field, target_type = OUTCOME_TYPES[config]
+    for kind, fields in ((outcome_type, set(record)), *((target_type, set(t)) for t in record[field][:1])):
+        if fields != {f.name for f in dataclasses.fields(kind)}:
+            raise DataError(f"agent_bench {config}: a journal record ({record.get('item_id')!r}) was written by "
+                            f"another jaxeval version ({kind.__name__} fields differ); move the journal away")
+    return outcome_type(**{**record, field: tuple(target_type(**target) for target in record[field])})
+
+
+def item_key(config: str, split: str, item_id: str) -> str:
+    """The item's journal and samples key."""
+    return f"agent_bench/{config}/{split}/{item_id}/0"
+
+
+def read_items(backend, tokenizer, config: str, split: str, items, mode: str, journal=None) -> list:
+    """The outcome of every item of a single-read config: journaled per item (one teacher-forced
+    read each), shared between hosts, progress shown."""
+    score_item = SINGLE_READ_CONFIGS[config][0]
+    keys = [item_key(config, split, item.id) for item in items]
+    records = map_journaled(
+        journal, keys, lambda batch: [dataclasses.asdict(score_item(backend, tokenizer, items[i], split, mode))
+                                      for i in batch],
+        desc=f"agent_bench {config}/{split} reads")
+    return [outcome_from_record(config, record) for record in records]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +97,7 @@ def _check_choice(kind: str, chosen: Sequence[str], available: Sequence[str]) ->
 def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = ("facts",),
                     lengths: Sequence[str] = ("8k", "32k"), limit: int | None = None,
                     mode: str = "auto", save_scores: str | Path | None = None,
-                    reference_scores: str | Path | None = None) -> dict:
+                    reference_scores: str | Path | None = None, journal=None) -> dict:
     """Score `backend` (anything with read(ids, positions, tokens)) on longctx-agent-bench.
 
     data: a local folder in the hub layout or a hub id. sets: configs of the card. lengths:
@@ -71,6 +105,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     ids when present and consistent, else text) or "text". save_scores: a .json.gz file to
     store every rules target's two scores in (the reference of a later run);
     reference_scores: such a file, read back as the reference of the rules configs.
+    journal: get(key)/put(key, record) store of finished items (jaxeval/results/journal.py).
     """
     sets, lengths = tuple(sets), tuple(lengths)
     for name in sets:
@@ -86,11 +121,14 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
 
     results: dict[str, dict[str, dict]] = {}
     notes: list[str] = []
+    samples: list[dict] = []  # per item of facts / tool_calls (--log_samples)
     for config in (c for c in sets if c in SINGLE_READ_CONFIGS):
-        score_item, metrics_of = SINGLE_READ_CONFIGS[config]
+        metrics_of = SINGLE_READ_CONFIGS[config][1]
         for split in lengths:
             items = load_split(data, config, split)[:limit]
-            outcomes = [score_item(backend, tokenizer, item, split, mode) for item in items]
+            outcomes = read_items(backend, tokenizer, config, split, items, mode, journal)
+            samples.extend({"key": item_key(config, split, o.item_id), "config": config, "split": split,
+                            **dataclasses.asdict(o)} for o in outcomes)
             results.setdefault(config, {})[split] = metrics_of(outcomes)
             for outcome in outcomes:
                 if outcome.mode_note:
@@ -103,7 +141,8 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
         from jaxeval.benchmarks.agent_bench.rules_run import run_rules
 
         rules = run_rules(backend, tokenizer, data, rules_sets, lengths, limit, mode,
-                          save_scores=save_scores, reference_scores=reference_scores)
+                          save_scores=save_scores, reference_scores=reference_scores,
+                          journal=journal)
         for config in rules_sets:
             results[config] = rules["sets"][config]
         notes.extend(rules["notes"])
@@ -116,6 +155,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
         **output,
         "mode": used.pop() if len(used) == 1 else ("mixed" if used else None),
         "mode_notes": notes,
+        "sample_log": samples,
     }
 
 

@@ -16,13 +16,14 @@ from jaxeval.benchmarks.agent_bench.data import load_split
 from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.reference import load_reference, save_scores as write_scores
 from jaxeval.benchmarks.agent_bench.rules import TextTokens, item_reads, read_targets, rules_metrics
+from jaxeval.results.resumable import map_journaled
 
 SELF_REFERENCE_NOTE = "no reference scores given: the model is its own reference (follow = retained = 1.00)"
 
 
 def run_rules(backend, tokenizer, data, sets: Sequence[str], lengths: Sequence[str], limit: int | None,
               mode: str, save_scores: str | Path | None = None,
-              reference_scores: str | Path | None = None) -> dict:
+              reference_scores: str | Path | None = None, journal=None) -> dict:
     notes = []
     if mode != TEXT_MODE:
         notes.append("rules configs: the stored qwen_* ids are not used yet; tokenized the texts (text mode)")
@@ -40,7 +41,7 @@ def run_rules(backend, tokenizer, data, sets: Sequence[str], lengths: Sequence[s
                 plan[(config, split, item.id, index)] = reads
                 for read in reads or ():
                     sequences.setdefault(read.ids, set()).add((read.position, read.token))
-    logprobs, tokens_run = read_targets(backend, sequences) if sequences else ({}, 0)
+    logprobs, tokens_run = _journaled_reads(backend, sequences, sets, lengths, journal)
     scores = {key: None if reads is None else
               tuple(logprobs[(read.ids, read.position, read.token)] for read in reads)
               for key, reads in plan.items()}
@@ -63,3 +64,23 @@ def run_rules(backend, tokenizer, data, sets: Sequence[str], lengths: Sequence[s
                    "rules_sequences_read": len(sequences),
                    "rules_share_of_naive": tokens_run / tokens_naive if tokens_naive else None},
     }
+
+
+def _journaled_reads(backend, sequences: dict, sets, lengths, journal) -> tuple[dict, int]:
+    """read_targets over every sequence as one journal record: the reads share KV-cached
+    prefixes, so they are resumed all or nothing (a partial set could differ in the last bit)."""
+    if not sequences:
+        return {}, 0
+    order = {ids: n for n, ids in enumerate(sequences)}
+
+    def read_all(_batch) -> list[dict]:
+        logprobs, tokens_run = read_targets(backend, sequences)
+        return [{"logprobs": [[order[ids], position, token, value]
+                              for (ids, position, token), value in logprobs.items()],
+                 "tokens_run": tokens_run}]
+
+    key = f"agent_bench/rules/{'+'.join(sets)}/{'+'.join(lengths)}/all/0"
+    (record,) = map_journaled(journal, [key], read_all, desc="agent_bench rules reads")
+    by_index = list(sequences)
+    return ({(by_index[n], position, token): value for n, position, token, value in record["logprobs"]},
+            record["tokens_run"])

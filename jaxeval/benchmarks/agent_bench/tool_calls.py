@@ -16,6 +16,7 @@ from typing import Sequence
 from jaxeval.benchmarks.agent_bench.span_reads import read_spans
 from jaxeval.benchmarks.agent_bench.align import TEXT_MODE, align_stored_ids, align_text, stored_ids_problem
 from jaxeval.benchmarks.agent_bench.data import ToolCallsItem
+from jaxeval.benchmarks.agent_bench.distance import by_distance
 from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.schema import TOOL_KINDS
 from jaxeval.errors import ConfigError
@@ -30,6 +31,7 @@ class ToolTargetOutcome:
     correct: bool = False
     logprob: float = 0.0  # summed over the target's tokens
     tokens: int = 0
+    distance_tokens: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +61,7 @@ def score_tool_calls_item(backend, tokenizer, item: ToolCallsItem, split: str, m
     read = read_spans(backend, alignment.ids, alignment.span_positions)
     outcomes = []
     for target, span in zip(item.targets, read):
-        base = dict(kind=target.kind, far=target.far, fresh=target.fresh)
+        base = dict(kind=target.kind, far=target.far, fresh=target.fresh, distance_tokens=target.distance_tokens)
         if span is None:
             outcomes.append(ToolTargetOutcome(**base, aligned=False))
         else:
@@ -100,4 +102,6 @@ def tool_calls_metrics(items: Sequence[ToolItemOutcome]) -> dict:
         "unaligned": len(targets) - len(scored),
         "tokens_read": sum(item.tokens_read for item in items),
         "mode": _split_mode(items),
+        "by_distance": by_distance(targets, lambda t: t.distance_tokens, lambda t: t.aligned,
+                                   lambda t: t.correct, "accuracy"),
     }

@@ -25,7 +25,10 @@ def run_task(model, args, e: bool) -> tuple[dict, str]:
     if model.tokenizer is None:
         raise JaxevalError(f"{args.model}: the model folder has no tokenizer; LongBench needs one")
     kwargs = {"data": args.longbench_data} if args.longbench_data else {}
-    result = run_longbench(model, model.tokenizer, e=e, limit=args.limit, batch_size=args.batch_size, **kwargs)
+    result = run_longbench(model, model.tokenizer, e=e, limit=args.limit, batch_size=args.batch_size,
+                           journal=getattr(args, "journal", None), **kwargs)
+    result["sample_log"] = [{"key": "/".join(map(str, output["key"])) + "/0", "dataset": dataset, **output}
+                            for dataset, outputs in result["outputs"].items() for output in outputs]
     return result, format_scores_table(result)
 
 
@@ -33,6 +36,57 @@ TASKS = {
     "longbench": lambda model, args: run_task(model, args, e=False),
     "longbench_e": lambda model, args: run_task(model, args, e=True),
 }
+
+
+VERSION = "1"  # of jaxeval's implementation; bump when a number it reports changes
+
+
+def describe() -> dict:
+    """`jaxeval ls`: task -> what it is, its datasets and length buckets."""
+    from jaxeval.benchmarks.longbench.tasks import BUCKETS, DATASETS, E_DATASETS
+
+    return {"longbench": {"about": "LongBench v1: 21 datasets, generation, official metrics",
+                          "configs": list(DATASETS), "lengths": ["up to the model window (middle truncation)"]},
+            "longbench_e": {"about": "LongBench-E: 13 datasets scored per length bucket",
+                            "configs": list(E_DATASETS), "lengths": list(BUCKETS)}}
+
+
+def validate(task: str, args) -> list[str]:
+    """`jaxeval validate`: parse and check every record of the task's datasets (DataError if not)."""
+    from jaxeval.benchmarks.longbench.data import load_config
+    from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, SHIPPED_SAMPLE, config_name
+
+    e = task == "longbench_e"
+    data = args.longbench_data or SHIPPED_SAMPLE
+    return [f"{task} {name}: {len(load_config(data, config_name(name, e)))} records valid"
+            for name in (E_DATASETS if e else DATASETS)]
+
+
+def summarize(task: str, result: dict) -> dict:
+    """The results-JSON sections of a LongBench or LongBench-E result (docs/results_schema.md)."""
+    e = task == "longbench_e"
+    results, n_samples, lengths = {}, {}, {}
+    for dataset, score in result["scores"].items():
+        leaf = f"{task}/{dataset}"
+        results[leaf] = {f"score_{bucket}": value for bucket, value in score.items()} if e else {"score": score}
+        samples = result["samples"][dataset]
+        n_samples[leaf] = {"original": None, "effective": sum(samples.values()) if e else samples}
+        lengths[leaf] = list(score) if e else None
+    groups = ({f"average_{bucket}": value for bucket, value in result["bucket_averages"].items()} if e else
+              {f"{table}/{category}": value for table, categories in result["categories"].items()
+               for category, value in categories.items()})
+    prompting = result["prompting"]
+    return {"results": results, "groups": groups, "n-samples": n_samples, "lengths": lengths,
+            "higher_is_better": {leaf: {metric: True for metric in metrics} for leaf, metrics in results.items()},
+            "versions": VERSION, "configs": {"scoring": result["scoring"], "limit": prompting["limit"],
+                                             "data": prompting["data"]},
+            "truncation": {"policy": "middle (official pred.py)", "max_length": prompting["max_length"],
+                           "max_length_source": prompting["max_length_source"],
+                           "truncated": prompting["truncated"]},
+            "chat_template": {"format": prompting["chat_format"],
+                              "skipped_for": prompting["chat_template_skipped_for"]},
+            "deviations": [] if prompting["samsum_stop"].startswith("token ids") else
+            [f"samsum: {prompting['samsum_stop']}"]}
 
 
 def add_score_arguments(parser: argparse.ArgumentParser) -> None:

@@ -27,6 +27,8 @@ from jaxeval.benchmarks.longbench.tasks import (
 )
 from jaxeval.benchmarks.longbench.truncation import prompt_budget
 from jaxeval.errors import ConfigError, JaxevalError
+from jaxeval.progress import progress
+from jaxeval.results.resumable import map_journaled
 
 
 def resolve_max_length(max_length: int | None, backend) -> tuple[int, str]:
@@ -85,13 +87,14 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
                   e: bool = False, limit: int | None = None, *, max_length: int | None = None,
                   chat_format: str = "auto", batch_size: int | None = None,
                   options: ScoringOptions = DEFAULT_OPTIONS,
-                  predictions_dir: str | Path | None = None) -> dict:
+                  predictions_dir: str | Path | None = None, journal=None) -> dict:
     """Generate and score LongBench (e=False, 21 datasets) or LongBench-E (e=True, 13).
 
     data: a folder of the official JSONL files, data.zip or "THUDM/LongBench" (default: the
     embedded sample). datasets: v1 names (default: all). limit: the first N records per
     dataset. max_length: prompt token budget (default: the backend's window minus 500).
     chat_format: see prompts.py. predictions_dir: also write the official pred.py files there.
+    journal: get/put store of finished generations (jaxeval/results/journal.py), per sample.
     Returns jaxeval's results (results.py) plus `prompting` and per-record `outputs`.
     """
     if limit is not None and (not isinstance(limit, int) or limit < 1):
@@ -105,8 +108,13 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
     outputs: dict[str, list[dict]] = {}
     for dataset in chosen:
         records: list[LongBenchRecord] = load_config(data, config_name(dataset, e))[:limit]
-        requests = [build_request(record, tokenizer, budget, resolved_format, benchmark) for record in records]
-        predictions = generate_predictions(backend, tokenizer, requests, batch_size)
+        requests = [build_request(record, tokenizer, budget, resolved_format, benchmark)
+                    for record in progress(records, desc=f"{benchmark} {dataset} tokenization", unit="record")]
+        predictions = [record["pred"] for record in map_journaled(
+            journal, ["/".join(map(str, request.key)) + "/0" for request in requests],
+            lambda batch: [{"pred": pred} for pred in generate_predictions(
+                backend, tokenizer, [requests[i] for i in batch])],
+            batch_size=batch_size or len(requests), desc=f"{benchmark} {dataset} generation", unit="sample")]
         rows[dataset] = [PredictionRow(pred=prediction, answers=record.answers, all_classes=record.all_classes,
                                        length=record.length, origin=record.origin)
                          for record, prediction in zip(records, predictions)]

@@ -1,0 +1,113 @@
+"""Teacher-forced read of a random-weight 8B-shaped Llama in bfloat16 on one accelerator chip.
+
+    python benchmarks/gpu_read.py [--attention cudnn,chunked] [--out DIR]      # on the GPU machine
+    python benchmarks/gpu_read.py --dry_run --out /tmp/x                         # toy shapes, any CPU
+
+Measures, for each attention backend in --attention:
+  - read_32768_<attention>: read() of 32,768 tokens, every position read: first call (compile + run) and a
+    second, timed call; tokens/s and MFU = model FLOPs / seconds / peak FLOP/s of the chip;
+  - read_131072_<attention>: one read() of 131,072 tokens (does it fit and run on one chip; its time and MFU).
+Model FLOPs count the matmuls of the trunk (2 per weight per token), causal attention
+(2 * T^2 * heads * head_dim per layer: QK^T and PV over the lower triangle) and the LM head at
+the read positions; padding to length buckets is not counted. Device peak memory comes from
+memory_stats() where the platform has it (the process's peak so far). A failing measurement (out of memory, a backend
+missing on the platform) is recorded with its error and the rest still run.
+Writes gpu_read.json into --out (default: $OUT, else the current folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+LLAMA_8B = dict(model_type="llama", vocab_size=128256, hidden_size=4096, intermediate_size=14336,
+                num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+                max_position_embeddings=131072, rms_norm_eps=1e-5, hidden_act="silu", tie_word_embeddings=False,
+                rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+TOY = LLAMA_8B | dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=2048)
+PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}  # dense bfloat16 per chip (SXM)
+
+
+def read_flops(c, tokens: int, read_rows: int) -> float:
+    """Model FLOPs of a read of `tokens` tokens projecting `read_rows` rows through the LM head."""
+    d, h, kv, hd, f = c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size
+    weights_per_layer = d * (h + 2 * kv) * hd + h * hd * d + 3 * d * f
+    trunk = 2 * tokens * c.num_layers * weights_per_layer
+    attention = 2 * tokens ** 2 * h * hd * c.num_layers
+    return float(trunk + attention + 2 * read_rows * d * c.vocab_size)
+
+
+def peak_memory_gb(device) -> float | None:
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    return round(stats["peak_bytes_in_use"] / 2 ** 30, 2) if stats and "peak_bytes_in_use" in stats else None
+
+
+def measure(params, config, dtype, tokens: int, attention: str, repeats: int, peak_tflops: float | None) -> dict:
+    import numpy as np
+
+    from jaxeval.engine.read import read
+
+    ids = np.random.RandomState(0).randint(0, config.vocab_size, size=tokens).astype(np.int32)
+    positions = np.arange(1, tokens)
+    times = []
+    for _ in range(1 + repeats):  # the first call compiles
+        t0 = time.perf_counter()
+        result = read(params, config, ids, positions, ids[positions], backend=attention, dtype=dtype)
+        times.append(time.perf_counter() - t0)
+    seconds = min(times[1:]) if repeats else times[0]
+    flops = read_flops(config, tokens, positions.size)
+    return {"tokens": tokens, "attention": attention, "first_call_s": round(times[0], 3), "seconds": round(seconds, 3),
+            "timed_call_includes_compile": not repeats, "tokens_per_s": round(tokens / seconds, 1),
+            "model_flops": flops,
+            "mfu": float(f"{flops / seconds / (peak_tflops * 1e12):.4g}") if peak_tflops else None,
+            "finite": bool(np.isfinite(result.logprobs).all()), "mean_logprob": float(np.mean(result.logprobs))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--attention", default="cudnn,chunked", help="comma-separated backends to measure")
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    parser.add_argument("--peak_tflops", type=float, default=None, help="chip peak (default: from the device kind)")
+    parser.add_argument("--dry_run", action="store_true", help="toy model, 512/1024 tokens, float32, chunked")
+    args = parser.parse_args()
+
+    import jax
+    import jax.numpy as jnp
+    from flax import nnx
+
+    from jaxeval.models.config import config_from_hf
+    from jaxeval.models.decoder import Decoder
+
+    device = jax.devices()[0]
+    raw, dtype, lengths = (TOY, jnp.float32, (512, 1024)) if args.dry_run else (LLAMA_8B, jnp.bfloat16, (32768, 131072))
+    attentions = ["chunked"] if args.dry_run else args.attention.split(",")
+    peak = args.peak_tflops or next((v for k, v in PEAK_TFLOPS.items() if k in device.device_kind), None)
+    config = config_from_hf(raw, where="benchmark config")
+    t0 = time.perf_counter()
+    params = Decoder(config, dtype=dtype, rngs=nnx.Rngs(0)).params()  # random weights, made on the device
+    jax.block_until_ready(params)
+    report = {"device": device.device_kind, "platform": device.platform, "jax": jax.__version__,
+              "dry_run": args.dry_run, "dtype": jnp.dtype(dtype).name, "model": raw, "peak_tflops": peak,
+              "parameters": int(sum(x.size for x in jax.tree.leaves(params))),
+              "init_s": round(time.perf_counter() - t0, 2), "runs": {}}
+    for attention in attentions:
+        for tokens, repeats in ((lengths[0], 1), (lengths[1], 0)):
+            key = f"read_{tokens}_{attention}"
+            try:
+                report["runs"][key] = measure(params, config, dtype, tokens, attention, repeats, peak)
+            except Exception as e:  # record it and go on: one device session, every figure counts
+                report["runs"][key] = {"tokens": tokens, "attention": attention,
+                                       "error": f"{type(e).__name__}: {str(e)[:2000]}"}
+            report["runs"][key]["peak_device_memory_gb"] = peak_memory_gb(device)
+            print(key, json.dumps(report["runs"][key]), flush=True)
+            os.makedirs(args.out, exist_ok=True)
+            with open(os.path.join(args.out, "gpu_read.json"), "w") as f:  # rewritten after every run
+                json.dump(report, f, indent=2)
+    print(f"wrote {os.path.join(args.out, 'gpu_read.json')}")
+
+
+if __name__ == "__main__":
+    main()

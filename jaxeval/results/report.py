@@ -1,0 +1,113 @@
+"""`jaxeval report RESULTS... --out DIR`: headline tables in the terminal, an HTML page with plots.
+
+    jaxeval report results/model_a.json results/model_b.json --out report/
+    # prints one table per benchmark (a column per run), writes report/index.html and its PNGs:
+    # score against context length for every benchmark, score against distance for the agent
+    # bench, runs side by side (one colour per run).
+
+Sections the report does not know are drawn when they carry a length breakdown and listed in
+a "not recognised" table otherwise; partial results (a task in one run only, null scores)
+give gaps, not errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+from jaxeval.results.report_data import BenchmarkView, Run, Table, load_runs
+from jaxeval.results.report_views import KNOWN_VIEWS, describe_section, generic_view
+
+PAGE = "index.html"
+
+
+def _known_view(task: str, runs: Sequence[Run]) -> tuple[BenchmarkView | None, list[tuple[str, ...]]]:
+    """The task's own view, or None and why each run's section could not be read as one."""
+    pairs = [(run.label, run.sections[task]) for run in runs if isinstance(run.sections.get(task), dict)]
+    if not pairs:
+        return None, []
+    try:
+        return KNOWN_VIEWS[task](pairs), []
+    except (KeyError, TypeError, AttributeError, ValueError) as error:  # a section of another shape
+        why = f"not in the {task} layout this report reads ({type(error).__name__}: {error})"
+        return None, [(label, task, describe_section(section), why) for label, section in pairs]
+
+
+def build_views(runs: Sequence[Run]) -> tuple[list[BenchmarkView], Table]:
+    """A view per task present in any run, in first-seen order, and the table of the rest."""
+    tasks = list(dict.fromkeys(task for run in runs for task in run.sections))
+    views, unknown = [], []
+    for task in tasks:
+        having = [run for run in runs if task in run.sections]
+        view, failed = _known_view(task, having) if task in KNOWN_VIEWS else (None, [])
+        if view is None:
+            try:
+                view = generic_view(task, having)
+            except (KeyError, TypeError, AttributeError, ValueError) as error:  # a summary of another shape
+                failed = failed or [(run.label, task, describe_section(run.sections[task]),
+                                     f"unreadable summary ({type(error).__name__}: {error})") for run in having]
+        if view is None:
+            unknown.extend(failed or [(run.label, task, describe_section(run.sections[task]),
+                                       "no headline rows or length breakdown found") for run in having])
+            continue
+        unknown.extend(failed)
+        missing = [run.label for run in runs if run not in having]
+        if missing:
+            view.notes.append(f"not in: {', '.join(missing)}")
+        views.append(view)
+    return views, Table("Sections not recognised (not drawn)", ("run", "section", "content", "why"), tuple(unknown))
+
+
+def format_table(table: Table) -> str:
+    """An aligned terminal table: first column left, the others right."""
+    lines = [table.columns, *table.rows]
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(table.columns))]
+
+    def render(cells) -> str:
+        first, *rest = map(str, cells)
+        return "  ".join([first.ljust(widths[0]), *(c.rjust(w) for c, w in zip(rest, widths[1:]))]).rstrip()
+
+    return "\n".join([table.title, render(table.columns), "  ".join("-" * w for w in widths),
+                      *(render(row) for row in table.rows)])
+
+
+def build_report(paths: Sequence[str | Path], out_dir: str | Path, embed: bool = False,
+                 echo=print) -> Path:
+    """Read the results files, print their tables with `echo`, write out_dir/index.html (+ PNGs)."""
+    from jaxeval.results.report_html import write_page
+    from jaxeval.results.report_plots import render_figure
+
+    runs = load_runs(paths)
+    views, unknown = build_views(runs)
+    out_dir = Path(out_dir)
+    labels = [run.label for run in runs]
+    images = {}
+    for view in views:
+        echo(f"\n== {view.name} ==")
+        for table in view.tables:
+            echo(format_table(table))
+        for note in view.notes:
+            echo(f"note: {note}")
+        for figure in view.figures:
+            images[(view.name, figure.name)] = render_figure(figure, labels, out_dir / f"{figure.name}.png")
+    if unknown.rows:
+        echo("\n" + format_table(unknown))
+    page = write_page(out_dir / PAGE, runs, views, images, unknown, embed=embed)
+    if embed:
+        for png in images.values():
+            png.unlink()
+    return page
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="+", help="results JSON files or folders of them, local or fsspec URLs "
+                                                    "(gs://bucket/evals); one run per file")
+    parser.add_argument("--out", default="report", help="folder for index.html and its PNG plots")
+    parser.add_argument("--embed", action="store_true", help="put the plots inside index.html (one file)")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    page = build_report(args.results, args.out, embed=args.embed)
+    print(f"\nwrote {page}")
+    return 0

@@ -1,0 +1,249 @@
+"""What a report is made of: runs read from results files, and per-benchmark tables and plots.
+
+Two results layouts are read: schema version 1 (docs/results_schema.md: `results`, `lengths`,
+`headline`, `details`, ...) and the earlier `{"tasks": {task: section}, "run": {...}}` (also a
+bare agent-bench or LongBench section, as `jaxeval agent-bench --out` writes). Either way a run
+becomes a `Run`: a label, its per-task sections and, for version 1, its summary keys.
+
+A benchmark view is plain data (tables of strings, panels of points); report_plots.py draws
+it and report_html.py lays it out, so everything here is testable without matplotlib.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from jaxeval.errors import DataError
+
+MISSING = "-"  # a cell of a run that lacks the row
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    label: str  # shown in tables and legends: the model folder name, made unique
+    path: str
+    sections: dict[str, Any]  # task -> the benchmark's own result section
+    summary: dict[str, Any]  # schema v1 keys (results, lengths, headline, groups, ...); {} for older files
+    meta: dict[str, Any]  # model, devices, git sha, date, timing
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Panel:
+    """One subplot: one line (or one bar group member) per run, over the x labels in order."""
+    title: str
+    x_label: str
+    y_label: str
+    x: tuple[str, ...]  # axis order
+    by_run: dict[str, dict[str, float | None]]  # run label -> x label -> value
+    kind: str = "line"  # or "bar"
+
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    name: str  # file stem of its PNG
+    title: str
+    panels: tuple[Panel, ...]
+    caption: str = ""
+
+
+@dataclasses.dataclass
+class BenchmarkView:
+    name: str
+    tables: list[Table] = dataclasses.field(default_factory=list)
+    figures: list[Figure] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+def fmt(value, digits: int = 2) -> str:
+    """A table cell: n/a for null, NaN as NaN, numbers to `digits` decimals."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return "NaN" if math.isnan(value) else f"{value:.{digits}f}"
+
+
+def number(value) -> float | None:
+    """A plottable value: ints and floats (not bools, not NaN), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return None
+    return float(value)
+
+
+# --- context-length labels: "8k", "32768", "0-4k", "8k+", "short" ... -----------------------
+
+_ORDINAL = {"short": 0, "medium": 1, "long": 2}
+_SIZE = r"(\d+(?:\.\d+)?)\s*([kKmM]?)"
+
+
+def _tokens(amount: str, unit: str) -> float:
+    return float(amount) * {"": 1, "k": 1024, "m": 1024 ** 2}[unit.lower()]
+
+
+def length_key(label) -> float | None:
+    """A sort key for a context-length label, or None if `label` is not one."""
+    if not isinstance(label, str):
+        return None
+    text = label.strip()
+    if text.lower() in _ORDINAL:
+        return float(_ORDINAL[text.lower()])
+    if match := re.fullmatch(_SIZE, text):
+        return _tokens(*match.groups()) if match.group(2) or float(match.group(1)) >= 256 else None
+    if match := re.fullmatch(_SIZE + r"\s*-\s*" + _SIZE, text):
+        low_amount, low_unit, high_amount, high_unit = match.groups()
+        high = _tokens(high_amount, high_unit)
+        low = _tokens(low_amount, low_unit or high_unit)  # "4-8k" is 4k to 8k ...
+        if low >= high:
+            low = _tokens(low_amount, low_unit)  # ... but "512-1k" is 512 to 1k
+        return low + 0.5  # after a plain length equal to its start
+    if match := re.fullmatch(_SIZE + r"\s*\+", text):
+        return _tokens(*match.groups()) + 0.75
+    return None
+
+
+def sort_lengths(labels) -> tuple[str, ...]:
+    unique = dict.fromkeys(labels)
+    return tuple(sorted(unique, key=lambda label: (length_key(label) is None, length_key(label) or 0)))
+
+
+# --- reading results files -----------------------------------------------------------------
+
+SUMMARY_KEYS = ("results", "groups", "group_subtasks", "headline", "higher_is_better", "n-samples",
+                "lengths", "configs", "deviations")
+
+
+def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
+    """(sections, summary, meta) of one results file, in either layout."""
+    if "schema_version" in data or "results" in data:
+        sections = data.get("details") or {}
+        summary = {key: data[key] for key in SUMMARY_KEYS if isinstance(data.get(key), dict)}
+        for task in (summary.get("group_subtasks") or {}):
+            sections.setdefault(task, None)
+        meta = {key: data.get(key) for key in ("model", "devices", "git_hash", "date", "timing", "run_name")}
+        return dict(sections), summary, meta
+    if isinstance(data.get("tasks"), dict):
+        return dict(data["tasks"]), {}, dict(data.get("run") or {})
+    if "rows" in data and "sets" in data:  # `jaxeval agent-bench --out`
+        return {"agent_bench": data}, {}, dict(data.get("run") or {})
+    if data.get("benchmark") in ("longbench", "longbench_e"):  # `jaxeval score --benchmark longbench`
+        return {data["benchmark"]: data}, {}, dict(data.get("run") or {})
+    raise DataError(f"{path}: not a jaxeval results file (expected 'results' with 'schema_version', "
+                    f"or a 'tasks' object; found keys: {', '.join(list(data)[:8]) or 'none'})")
+
+
+def read_results(path: str | Path) -> tuple[dict, dict, dict]:
+    from jaxeval.results.storage import is_url, read_text
+
+    try:
+        text = read_text(path) if is_url(path) else Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such results file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"{path}: cannot read the results file ({error})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DataError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: a results file holds a JSON object, found {type(data).__name__}")
+    return _sections_of(str(path), data)
+
+
+def _url_folder(url: str) -> list[str] | None:
+    """The *.json files directly in a folder URL (gs://bucket/evals), or None if not a folder."""
+    from jaxeval.results.storage import open_fs
+
+    fs, inner = open_fs(url)
+    if not fs.isdir(inner):
+        return None
+    prefix = url[:url.index("://") + 3]
+    return sorted(prefix + found.split("://")[-1] for found in fs.glob(inner.rstrip("/") + "/*.json"))
+
+
+def expand_paths(paths) -> list[str]:
+    """Files as given (local or fsspec URLs); a folder stands for the *.json files directly in it."""
+    from jaxeval.results.storage import is_url
+
+    files = []
+    for given in map(str, paths):
+        found = _url_folder(given) if is_url(given) else (
+            sorted(str(p) for p in Path(given).glob("*.json") if p.is_file()) if Path(given).is_dir() else None)
+        if found is None:
+            files.append(given)
+        elif not found:
+            raise DataError(f"{given}: a folder without results files (*.json)")
+        else:
+            files.extend(found)
+    return files
+
+
+def _model_name(meta: dict, path: str) -> str:
+    model = meta.get("model")
+    source = model.get("path") if isinstance(model, dict) else model
+    return Path(str(source).rstrip("/")).name if source else Path(path).stem
+
+
+def load_runs(paths) -> list[Run]:
+    """One Run per results file; labels are model names, with the file name added where two clash."""
+    files = expand_paths(paths)
+    loaded = [(path, *read_results(path)) for path in files]
+    names = [_model_name(meta, path) for path, _, _, meta in loaded]
+    labels = [name if names.count(name) == 1 else f"{name} ({Path(path).stem})"
+              for name, (path, *_) in zip(names, loaded)]
+    seen: dict[str, int] = {}
+    runs = []
+    for label, (path, sections, summary, meta) in zip(labels, loaded):
+        seen[label] = seen.get(label, 0) + 1
+        unique = label if seen[label] == 1 else f"{label} #{seen[label]}"
+        runs.append(Run(unique, str(path), sections, summary, meta))
+    return runs
+
+
+# --- finding length breakdowns in sections nobody told us about -----------------------------
+
+SCORE_KEYS = ("score", "value", "accuracy", "acc", "mean", "avg", "average")
+
+
+def _point(value) -> float | None:
+    if (plain := number(value)) is not None:
+        return plain
+    if isinstance(value, dict):
+        for key in SCORE_KEYS:
+            if (found := number(value.get(key))) is not None:
+                return found
+    return None
+
+
+def length_breakdowns(section, max_depth: int = 5) -> dict[str, dict[str, float | None]]:
+    """path -> {length label: value} for every mapping in `section` keyed by context lengths only.
+
+    A value is a number, or a mapping with a numeric score/value/accuracy/mean. Mappings with no
+    plottable value are skipped; lists (per-sample data) are not searched.
+    """
+    found: dict[str, dict[str, float | None]] = {}
+
+    def walk(node, path: tuple[str, ...]) -> None:
+        if not isinstance(node, dict) or not node or len(path) > max_depth:
+            return
+        if all(length_key(key) is not None for key in node):
+            points = {key: _point(value) for key, value in node.items()}
+            if any(value is not None for value in points.values()):
+                found["/".join(path) or "(top)"] = points
+                return
+        for key, value in node.items():
+            walk(value, (*path, str(key)))
+
+    walk(section, ())
+    return found

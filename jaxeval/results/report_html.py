@@ -1,0 +1,87 @@
+"""The report as one HTML page: runs, then per benchmark its tables, plots and notes.
+
+The page needs nothing from the network: plots are PNG files beside it (or, with embed,
+base64 data URIs inside it), styles are inline, and there is no script.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Sequence
+
+from jaxeval.results.report_data import BenchmarkView, Run, Table, fmt
+
+STYLE = """
+body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1500px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; border-bottom: 1px solid #ccc; padding-bottom: 4px; }
+h3 { font-size: 14px; margin: 12px 0 4px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f3f3f3; }
+figure { margin: 8px 0 24px; } figcaption { font-size: 12px; color: #555; }
+img.plot { max-width: 100%; border: 1px solid #eee; }
+p.note { font-size: 13px; color: #7a4b00; }
+"""
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _table(table: Table) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in table.columns)
+    body = []
+    for row in table.rows:
+        cells = [f"<td>{_e(row[0])}</td>"] + [f'<td class="num">{_e(c)}</td>' for c in row[1:]]
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return (f"<h3>{_e(table.title)}</h3>\n<table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def _image_src(png: Path, page_dir: Path, embed: bool) -> str:
+    if embed:
+        return "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode("ascii")
+    return png.relative_to(page_dir).as_posix()
+
+
+def _runs_table(runs: Sequence[Run]) -> Table:
+    rows = []
+    for run in runs:
+        meta = run.meta
+        devices = meta.get("devices") if isinstance(meta.get("devices"), dict) else {}
+        timing = meta.get("timing") if isinstance(meta.get("timing"), dict) else {}
+        wall = meta.get("wall_time_s", timing.get("wall_time_s"))
+        rows.append((run.label, Path(run.path).name, str(meta.get("created") or meta.get("date") or "-"),
+                     str(meta.get("git_sha") or meta.get("git_hash") or "-")[:12],
+                     f"{devices.get('count', '?')} x {devices.get('kind', '?')}" if devices else "-",
+                     fmt(wall, 1) if wall is not None else "-", ", ".join(run.sections) or "-"))
+    return Table("Runs", ("run", "file", "date", "git", "devices", "wall time (s)", "sections"), tuple(rows))
+
+
+def write_page(path: Path, runs: Sequence[Run], views: Sequence[BenchmarkView],
+               images: dict[tuple[str, str], Path], unknown: Table | None, embed: bool = False) -> Path:
+    """Write the page; `images` maps (benchmark, figure name) to its PNG file."""
+    parts = [f"<h1>jaxeval report: {_e(' vs '.join(run.label for run in runs))}</h1>", _table(_runs_table(runs))]
+    for view in views:
+        parts.append(f'<section id="{_e(view.name)}"><h2>{_e(view.name)}</h2>')
+        parts.extend(_table(table) for table in view.tables)
+        for figure in view.figures:
+            png = images[(view.name, figure.name)]
+            parts.append(f'<figure><img class="plot" src="{_e(_image_src(png, path.parent, embed))}" '
+                         f'alt="{_e(figure.title)}"><figcaption>{_e(figure.title)}'
+                         f'{". " + _e(figure.caption) if figure.caption else ""}</figcaption></figure>')
+        parts.extend(f'<p class="note">{_e(note)}</p>' for note in view.notes)
+        parts.append("</section>")
+    if unknown is not None and unknown.rows:
+        parts.append('<section id="unrecognised"><h2>Sections not recognised</h2>')
+        parts.append(_table(unknown))
+        parts.append("</section>")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>jaxeval report</title><style>{STYLE}</style></head>\n<body>\n"
+            + "\n".join(parts) + "\n</body></html>\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(page, encoding="utf-8")
+    return path

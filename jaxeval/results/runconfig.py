@@ -1,0 +1,129 @@
+"""What a run is: its YAML config merged under the flags, --model_args, the config hash and the
+deterministic run name that lets a rerun of the same command find its journal."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+
+from jaxeval.errors import ConfigError
+from jaxeval.results.storage import join, read_text
+
+# Flags that cannot change a single number of the results (docs/results_schema.md); every other
+# flag, including ones benchmarks add later, is hashed into config_hash.
+NOT_HASHED = frozenset({"model", "batch_size", "output_path", "out", "log_samples", "config", "save_scores",
+                        "host_split", "func", "command", "journal", "model_args"})
+NOT_RECORDED = frozenset({"func", "command", "journal"})
+
+
+def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
+    """The run config file (keys mirror `jaxeval run` flags, without dashes) as a dict of flag
+    values, checked and converted as the flags would be; lists become comma-separated strings,
+    a model_args mapping becomes k=v,..."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(read_text(path))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: run config not found") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML ({e})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a run config is a mapping of flag names to values")
+    values = {}
+    for key, value in data.items():
+        dest = str(key).lstrip("-").replace("-", "_")
+        if dest not in actions or dest == "config":
+            raise ConfigError(f"{path}: unknown key '{key}' (keys are `jaxeval run` flags: "
+                              f"{', '.join(sorted(set(actions) - {'config'}))})")
+        values[dest] = _flag_value(path, key, value, actions[dest])
+    return values
+
+
+def _flag_value(path: str, key, value, action: argparse.Action):
+    if isinstance(value, (list, tuple)):
+        value = ",".join(str(v) for v in value)
+    elif isinstance(value, dict) and action.dest == "model_args":
+        value = ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, str) and action.type is not None:
+        try:
+            value = action.type(value)
+        except (TypeError, ValueError):
+            kind = getattr(action.type, "__name__", "value")
+            raise ConfigError(f"{path}: {key}: {value!r} is not a valid {kind}") from None
+    if action.choices is not None and value not in action.choices:
+        raise ConfigError(f"{path}: {key}: {value!r} is not one of {', '.join(map(str, action.choices))}")
+    return value
+
+
+def parse_model_args(text: str | None) -> dict[str, str]:
+    """'k=v,k2=v2' -> {k: v, k2: v2} (lm-eval's --model_args)."""
+    pairs = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--model_args: '{part}' is not key=value")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
+    actions = {a.dest: a for a in parser._actions}
+    model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh"} & set(actions)
+    for key, value in parse_model_args(args.model_args).items():
+        dest = "model" if key == "pretrained" else key
+        if dest not in model_flags:
+            raise ConfigError(f"--model_args: unknown key '{key}'; known: "
+                              f"{', '.join(sorted(model_flags - {'model'}) + ['pretrained'])}")
+        action = actions[dest]
+        converted = action.type(value) if action.type else value
+        if action.choices is not None and converted not in action.choices:
+            raise ConfigError(f"--model_args: {key}={value} is not one of {', '.join(map(str, action.choices))}")
+        setattr(args, dest, converted)
+
+
+def recorded_config(args: argparse.Namespace, tasks: list[str]) -> dict:
+    """Every setting of the run (flags after YAML and model_args), JSON-ready, sorted."""
+    config = {key: value for key, value in sorted(vars(args).items()) if key not in NOT_RECORDED}
+    config["tasks"] = list(tasks)
+    config["model_args"] = parse_model_args(config.get("model_args"))
+    return json.loads(json.dumps(config, default=str))
+
+
+def config_hash(config: dict) -> str:
+    hashed = {key: value for key, value in config.items() if key not in NOT_HASHED}
+    return hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def model_name(model_path: str) -> str:
+    name = str(model_path).rstrip("/").split("/")[-1] or "model"
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def run_name(model_path: str, tasks: list[str], hash_: str) -> str:
+    return f"{model_name(model_path)}-{'+'.join(tasks)}-{hash_[:8]}"
+
+
+def output_folder(args: argparse.Namespace) -> str:
+    """Where journal and samples go: --output_path, or the folder of --out when that is given."""
+    if not args.out:
+        return str(args.output_path)
+    out = str(args.out)
+    return out.rsplit("/", 1)[0] if "/" in out else "."
+
+
+def journal_path(args: argparse.Namespace, name: str, shard: tuple[int, int]) -> str:
+    index, count = shard
+    suffix = "journal.jsonl" if count == 1 else f"p{index}-of-{count}.journal.jsonl"
+    return join(output_folder(args), f"{name}.{suffix}")
+
+
+def results_path(args: argparse.Namespace, name: str) -> str:
+    return args.out if args.out else join(args.output_path, f"{name}.json")
+

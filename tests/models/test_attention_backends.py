@@ -1,0 +1,183 @@
+"""Attention backends against the xla reference: masks, GQA, soft-cap, cache offsets; registry errors.
+
+splash runs in Pallas interpret mode on CPU (slow: shapes are the kernel's minimum, 128-token
+blocks); cudnn's decomposition runs through jax's XLA path here and on cuDNN only on a GPU.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+
+from jaxeval.engine.read import read
+from jaxeval.errors import ConfigError
+from jaxeval.models.attention import (BACKENDS, check_attention, chunked_attention, get_attention,
+                                      xla_attention)
+from jaxeval.models.config import config_from_hf
+from jaxeval.models.cudnn_attention import cudnn_attention
+from jaxeval.models.decoder import Decoder
+from jaxeval.models.splash_attention import splash_attention
+
+# (T queries, S keys, start, window, softcap); H=4 query heads over KV=2 heads (GQA) throughout
+CASES = {
+    "causal": (128, 128, 0, 0, None),
+    "sliding_window": (128, 128, 0, 40, None),
+    "softcap_cache_offset": (128, 256, 128, 0, 30.0),
+    "window_cache_offset": (128, 384, 256, 100, None),
+    # two query blocks; the second sees no key before the chunk (splash skips its history blocks)
+    "window_two_query_blocks": (256, 512, 256, 100, None),
+}
+SMALL_CASES = {  # for the XLA-path decomposition, which has no 128-block minimum
+    "short_window_offset": (8, 64, 3, 9, None),  # the window reaches before position 0
+    "start_zero_with_cache": (16, 48, 0, 5, None),  # nothing before the chunk
+}
+
+
+def qkv(t, s, batch=1, heads=4, kv_heads=2, head_dim=16, dtype=jnp.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((batch, t, heads, head_dim))
+    k, v = (rng.standard_normal((batch, s, kv_heads, head_dim)) for _ in range(2))
+    return tuple(jnp.asarray(x, dtype) for x in (q, k, v))
+
+
+def run(attend, case, **kw):
+    t, s, start, window, softcap = (CASES | SMALL_CASES)[case]
+    q, k, v = qkv(t, s)
+    # start traced (as in read's prefill_chunk); the reference gets it as a Python int
+    got = jax.jit(lambda q, k, v, st: attend(q, k, v, st, window, 0.25, softcap, **kw))(q, k, v, jnp.int32(start))
+    want = xla_attention(q, k, v, start, window, 0.25, softcap)
+    return np.asarray(got), np.asarray(want)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_splash_interpret_matches_xla(case):
+    got, want = run(splash_attention, case)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_chunked_matches_xla(case):
+    got, want = run(lambda *a: chunked_attention(*a, block_q=64, block_k=128), case)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES | SMALL_CASES if c != "softcap_cache_offset"])
+def test_cudnn_decomposition_matches_xla(case):
+    """cudnn's split into static-mask calls, run through jax's XLA implementation on CPU."""
+    got, want = run(lambda *a: cudnn_attention(*a, implementation="xla"), case)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+def test_traced_window_selects_among_the_model_windows():
+    """Scanned layers pass their window traced: the static-mask backends switch over the config's."""
+    q, k, v = qkv(16, 48)
+    attend = jax.jit(lambda w: cudnn_attention(q, k, v, 16, w, 0.25, windows=(0, 7), implementation="xla"))
+    for window in (0, 7):
+        np.testing.assert_allclose(attend(jnp.int32(window)), xla_attention(q, k, v, 16, window, 0.25), atol=1e-5)
+    with pytest.raises(ValueError, match="static masks"):
+        jax.jit(lambda w: cudnn_attention(q, k, v, 16, w, 0.25, implementation="xla"))(jnp.int32(7))
+
+
+def tiny_gemma2():
+    """Sliding (window 200) and full layers, soft-capping, GQA: every mask kind splash has."""
+    raw = dict(model_type="gemma2", vocab_size=97, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=1024,
+               rope_theta=10000.0, sliding_window=200, query_pre_attn_scalar=16, attn_logit_softcapping=20.0,
+               final_logit_softcapping=15.0)
+    config = config_from_hf(raw)
+    return config, Decoder(config, rngs=nnx.Rngs(1)).params()
+
+
+def test_read_through_decoder_splash_equals_xla():
+    config, params = tiny_gemma2()
+    ids = np.random.RandomState(0).randint(0, config.vocab_size, size=240)
+    positions = np.arange(1, 240)
+    # 240 tokens: bucket 256 in two chunks of 128, so the second chunk attends at a cache offset
+    results = {b: read(params, config, ids, positions, ids[positions], backend=b, prefill_chunk_len=128)
+               for b in ("xla", "splash")}
+    np.testing.assert_allclose(results["splash"].logprobs, results["xla"].logprobs, atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(results["splash"].top1, results["xla"].top1)
+
+
+def test_registry_errors_name_the_platform_and_alternatives():
+    config, _ = tiny_gemma2()  # sliding windows + attn soft-cap
+    llama = config_from_hf(dict(model_type="llama", vocab_size=97, hidden_size=32, intermediate_size=48,
+                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                max_position_embeddings=1024))
+    assert BACKENDS == ("xla", "chunked", "splash", "cudnn")
+    with pytest.raises(ConfigError, match=r"'cudnn' runs on gpu, not on this cpu platform; use xla or chunked "
+                                          r"instead"):  # splash runs on CPU only in interpret mode, for tests
+        check_attention("cudnn", llama, "bfloat16", platform="cpu")
+    with pytest.raises(ConfigError, match=r"soft-capping.*use xla or chunked instead"):
+        check_attention("cudnn", config, "bfloat16", platform="gpu")
+    with pytest.raises(ConfigError, match=r"needs dtype bfloat16 or float16 \(got float32\)"):
+        check_attention("cudnn", llama, "float32", platform="gpu")
+    with pytest.raises(ConfigError, match=r"'splash' runs on tpu/cpu, not on this gpu platform; use xla or "
+                                          r"chunked or cudnn"):
+        check_attention("splash", llama, "bfloat16", platform="gpu")
+    with pytest.raises(ConfigError, match="not a backend"):
+        check_attention("flash", llama)
+    assert check_attention("splash", config, "float32", platform="tpu").name == "splash"
+    if jax.default_backend() == "cpu":
+        with pytest.raises(ConfigError, match="cpu platform"):
+            get_attention("cudnn", llama)
+    with pytest.raises(ConfigError, match="multiples of 128"):
+        splash_attention(*qkv(64, 64), 0, 0, 0.25)
+
+
+def test_load_model_refuses_cudnn_on_cpu_before_loading(tiny_llama_folder):
+    if jax.default_backend() != "cpu":
+        pytest.skip("checks the CPU refusal")
+    import jaxeval
+
+    with pytest.raises(ConfigError, match="attention='cudnn' runs on gpu, not on this cpu platform"):
+        jaxeval.load_model(tiny_llama_folder(), dtype="bfloat16", attention="cudnn", load_tokenizer=False)
+
+
+@pytest.mark.accelerator
+def test_cudnn_on_gpu_matches_xla():
+    if jax.default_backend() != "gpu":
+        pytest.skip("needs a GPU")
+    for case in ("causal", "sliding_window", "window_cache_offset"):
+        t, s, start, window, _ = CASES[case]
+        q, k, v = qkv(t, s, batch=2, heads=8, kv_heads=2, head_dim=64, dtype=jnp.bfloat16)
+        got = jax.jit(lambda q, k, v, st: cudnn_attention(q, k, v, st, window, 0.125))(q, k, v, jnp.int32(start))
+        want = xla_attention(q, k, v, start, window, 0.125)
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), atol=2e-2)
+    q, k, v = qkv(256, 2048, heads=8, kv_heads=2, head_dim=64, dtype=jnp.bfloat16)  # a prefill chunk at 1024
+    got = jax.jit(lambda st: cudnn_attention(q, k, v, st, 0, 0.125))(jnp.int32(1024))
+    np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(xla_attention(q, k, v, 1024, 0, 0.125),
+                                                                        np.float32), atol=3e-2)
+
+
+SHARDED = textwrap.dedent("""
+    import jax, jax.numpy as jnp, numpy as np
+    from jaxeval.engine.mesh import make_mesh
+    from jaxeval.models.attention import xla_attention
+    from jaxeval.models.splash_attention import make_splash_attention
+    rng = np.random.default_rng(0)
+    q = jnp.asarray(rng.standard_normal((2, 128, 4, 16)), jnp.float32)
+    k, v = (jnp.asarray(rng.standard_normal((2, 256, {kv}, 16)), jnp.float32) for _ in range(2))
+    mesh = make_mesh("{mesh}")
+    attend = make_splash_attention(mesh=mesh)
+    got = jax.jit(lambda q, k, v, st: attend(q, k, v, st, 0, 0.25, 20.0))(q, k, v, jnp.int32(128))
+    err = float(jnp.abs(got - xla_attention(q, k, v, 128, 0, 0.25, 20.0)).max())
+    assert err < 1e-5, err
+    print("ok", err)
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mesh,kv", [("data=2,tensor=2", 2), ("tensor=4", 2)])
+def test_splash_under_shard_map(mesh, kv):
+    """Heads over `tensor` (K/V heads split, or replicated when tensor > KV heads), batch over `data`."""
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    out = subprocess.run([sys.executable, "-c", SHARDED.format(mesh=mesh, kv=kv)], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
