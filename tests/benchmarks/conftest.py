@@ -1,10 +1,12 @@
-"""Fixtures of the LongBench tests: the embedded tokenizer, with and without a BOS."""
+"""Fixtures every benchmark's tests share: the embedded tokenizer, with and without a BOS."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from longbench_helpers import TINY_TOKENIZER
+TINY_TOKENIZER = Path(__file__).resolve().parents[2] / "jaxeval" / "assets" / "tiny_llama"
 
 
 @pytest.fixture(scope="session")
