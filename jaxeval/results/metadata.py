@@ -33,8 +33,11 @@ def git_sha() -> str | None:
 
 
 def model_info(model) -> dict:
+    mesh = getattr(model, "mesh", None)
     return {"path": str(model.path), "model_type": model.config.model_type, "dtype": model.dtype,
-            "fingerprint": model.fingerprint, "attention": model.attention}
+            "fingerprint": model.fingerprint, "attention": model.attention,
+            "mesh": None if mesh is None else {str(k): int(v) for k, v in mesh.shape.items()},
+            "prefill_chunk": getattr(model, "prefill_chunk", None)}
 
 
 def device_info() -> dict:
