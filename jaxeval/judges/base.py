@@ -7,6 +7,7 @@ the judge counts it by kind so that results can report how many judgements are m
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from collections import Counter
@@ -59,6 +60,18 @@ class FailureCounter:
             return {"calls": self.calls, "failed": sum(self.failures.values()),
                     "failures_by_kind": dict(sorted(self.failures.items())),
                     "retries": sum(self.retries.values()), "retries_by_kind": dict(sorted(self.retries.items()))}
+
+
+def with_reply_limit(judge: Judge, max_tokens: int) -> Judge:
+    """The judge with replies capped at max_tokens (a benchmark's own limit for one kind of
+    judgement, e.g. HELMET's LongQA judge at 2,048); it shares the original's failure counter and
+    usage, so results still report one summary. Judges without a max_tokens setting are returned as is."""
+    current = getattr(judge, "max_tokens", None)
+    if not isinstance(current, int) or current <= max_tokens:
+        return judge
+    limited = copy.copy(judge)
+    limited.max_tokens = max_tokens
+    return limited
 
 
 def judge_record(judge: Judge) -> dict:

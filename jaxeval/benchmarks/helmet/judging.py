@@ -38,10 +38,12 @@ from typing import Sequence
 from jaxeval.benchmarks.helmet.metrics import flatten_golds, parse_output
 from jaxeval.benchmarks.helmet.tasks import ASSETS
 from jaxeval.errors import ConfigError, DataError
+from jaxeval.judges.base import with_reply_limit
 
 JUDGE_PROMPTS = ASSETS / "judge_prompts"
 AGENTICLU_DEFAULT_PROMPT = "Question: {question}\nGold: {gold}\nModel: {prediction}\nIs the model answer correct?"
 JUDGE_BATCH = 64
+LONGQA_JUDGE_MAX_TOKENS = 2048  # upstream's scripts/eval_gpt4_longqa.py; summaries keep the judge's 4096
 
 
 def read_prompt(path: str | Path) -> str:
@@ -108,7 +110,7 @@ def longqa_judgements(items: Sequence[dict], judge, where: str = "outputs") -> l
                                parsed_output=parse_output(_field(it, "output", f"{where} item {i}").replace("\n", " ")))
                for i, it in enumerate(items)]
     out = []
-    for reply in _complete(judge, prompts):
+    for reply in _complete(with_reply_limit(judge, LONGQA_JUDGE_MAX_TOKENS), prompts):
         values, error = _numbers(reply, ("fluency", "correctness"))
         out.append({"score": values["fluency"] * values["correctness"] if values else None, "error": error,
                     **(values or {})})

@@ -66,3 +66,19 @@ def test_agenticlu_prompt_file(tmp_path):
 def test_verbatim_helmet_prompts_shipped():
     text = (judging.JUDGE_PROMPTS / "helmet_longqa_judge.txt").read_text()
     assert text.startswith("Please act as an impartial judge") and "{parsed_output}" in text
+
+
+def test_longqa_judge_replies_are_capped_at_upstreams_2048_tokens():
+    """eval_gpt4_longqa.py asks for at most 2,048 tokens; the summary judge keeps its 4,096."""
+    seen = []
+
+    class LimitedJudge(FakeJudge):
+        max_tokens = 4096
+
+        def complete(self, prompts):
+            seen.append(self.max_tokens)
+            return super().complete(prompts)
+
+    judge = LimitedJudge(lambda p: '{"fluency": 1, "correctness": 1}')
+    judging.longqa_judgements([{"question": "q", "answer": ["a"], "output": "a"}], judge)
+    assert seen == [2048] and judge.max_tokens == 4096 and len(judge.prompts) == 1
