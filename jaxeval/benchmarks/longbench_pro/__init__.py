@@ -10,7 +10,7 @@ model (rescore.py). The CLI hooks are in cli.py.
 
 from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord, load_records, validate_record
 from jaxeval.benchmarks.longbench_pro.metrics import (
-    METRICS, ROUGE_NESTED_CALL_LIMITS, ScoringOptions, calculate_metric, summary, summary_max_rouge_l,
+    METRICS, ROUGE_RECURSION_MODELS, ScoringOptions, calculate_metric, summary, summary_max_rouge_l,
 )
 from jaxeval.benchmarks.longbench_pro.rescore import rescore_predictions
 from jaxeval.benchmarks.longbench_pro.runner import run_longbench_pro
@@ -19,7 +19,7 @@ from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
 from jaxeval.benchmarks.longbench_pro.summary import official_summary
 
 __all__ = [
-    "METRICS", "ROUGE_NESTED_CALL_LIMITS", "LongBenchProRecord", "ScoringOptions", "SemSimSettings",
+    "METRICS", "ROUGE_RECURSION_MODELS", "LongBenchProRecord", "ScoringOptions", "SemSimSettings",
     "calculate_metric", "load_records", "load_semsim", "official_summary", "rescore_predictions",
     "run_longbench_pro", "score_row", "summarize_rows", "summary", "summary_max_rouge_l", "validate_record",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from jaxeval.benchmarks.longbench_pro.metrics import ROUGE_NESTED_CALL_LIMITS, ScoringOptions
+from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_ROUGE_RECURSION, ROUGE_RECURSION_MODELS, ScoringOptions
 from jaxeval.benchmarks.longbench_pro.prompts import CHAT_FORMATS
 from jaxeval.benchmarks.longbench_pro.semsim import BACKENDS, OFFICIAL_EMBEDDING_MODEL, SemSimSettings
 from jaxeval.benchmarks.longbench_pro.tasks import MODEL_TYPES, MODES, RUNS_PER_SAMPLE
@@ -25,8 +25,10 @@ def _add_scoring_arguments(parser: argparse.ArgumentParser, prefix: str) -> None
     parser.add_argument(f"--{prefix}semsim_backend", choices=BACKENDS, default="jax",
                         help="jax: jaxeval's Qwen3 embedding path; sentence-transformers: pip install 'jaxeval[semsim]'")
     parser.add_argument(f"--{prefix}embedding_dtype", choices=("float32", "bfloat16"), default="float32")
-    parser.add_argument(f"--{prefix}rouge_recursion", choices=tuple(ROUGE_NESTED_CALL_LIMITS), default="python3.11+",
-                        help="emulate the official ROUGE-L's recursion limit on this Python (none: no limit)")
+    parser.add_argument(f"--{prefix}rouge_recursion", choices=tuple(ROUGE_RECURSION_MODELS),
+                        default=DEFAULT_ROUGE_RECURSION,
+                        help="emulate the official ROUGE-L's recursion limit as the official evaluator meets it "
+                             "on this CPython (none: no limit)")
 
 
 def _scoring(args, prefix: str) -> tuple[SemSimSettings, ScoringOptions]:

@@ -17,18 +17,24 @@ from jaxeval.benchmarks.longbench_pro.parsing import normalize_answers, normaliz
 from jaxeval.benchmarks.longbench_pro.tasks import SECONDARY_TASKS
 from jaxeval.errors import ConfigError
 from jaxeval.metrics.chinese import jieba_cut, jieba_version
-from jaxeval.metrics.rouge_pltrdy import RougeInputError, RougeRecursionError, rouge_l_summary_f
+from jaxeval.metrics.rouge_pltrdy import RecursionModel, RougeInputError, RougeRecursionError, rouge_l_summary_f
 
-# rouge 1.0.1 rebuilds each LCS recursively; the official evaluator's stack (main -> evaluate ->
-# evaluate_single_item -> calculate_metric -> Summary -> Summary_Max_Rouge_L -> get_scores)
-# leaves room for this many nested LCS-walk calls under the default recursion limit of 1000.
-# Measured with rouge 1.0.1 on Python 3.11.7 under that exact stack; 3.8-3.10 keep one frame
-# less of room (as measured for LongBench v1). Chinese adds no frame (jieba runs inline).
-ROUGE_NESTED_CALL_LIMITS: dict[str, int | None] = {
-    "python3.11+": 986,
-    "python3.8-3.10": 985,
+# rouge 1.0.1 rebuilds each LCS recursively and the evaluator's bare `except` turns the
+# RecursionError into a ROUGE part of 0. The official stack (main.py <module> -> main ->
+# evaluate -> evaluate_single_item -> calculate_metric -> Summary -> Summary_Max_Rouge_L ->
+# get_scores -> _get_scores -> rouge_l_summary_level -> _union_lcs -> _recon_lcs) leaves 987
+# levels for the walk under the default limit of 1000 on every CPython 3.8-3.13; what differs
+# by version is how many levels the comparisons inside each call add (RecursionModel).
+# Measured by running the official evaluation code (jieba or not) on 61 walk shapes near the
+# limit under 3.8, 3.9, 3.10, 3.11, 3.12 and 3.13.
+OFFICIAL_STACK_SLOTS = 987
+ROUGE_RECURSION_MODELS: dict[str, RecursionModel | None] = {
+    "python3.11": RecursionModel(OFFICIAL_STACK_SLOTS, bottom=0, match=0, mismatch=1, mismatch_large=2),
+    "python3.12+": RecursionModel(OFFICIAL_STACK_SLOTS),
+    "python3.8-3.10": RecursionModel(OFFICIAL_STACK_SLOTS, bottom=1, match=1, mismatch=1, mismatch_large=2),
     "none": None,  # unbounded recursion: what the package would give without the limit
 }
+DEFAULT_ROUGE_RECURSION = "python3.11"
 
 
 class SemanticSimilarity(Protocol):
@@ -40,20 +46,21 @@ class SemanticSimilarity(Protocol):
 class ScoringOptions:
     """Choices that change LongBench Pro numbers; the defaults reproduce the official results."""
 
-    rouge_recursion: str = "python3.11+"
+    rouge_recursion: str = DEFAULT_ROUGE_RECURSION
 
     def __post_init__(self):
-        if self.rouge_recursion not in ROUGE_NESTED_CALL_LIMITS:
+        if self.rouge_recursion not in ROUGE_RECURSION_MODELS:
             raise ConfigError(f"unknown rouge_recursion '{self.rouge_recursion}'; "
-                              f"available: {', '.join(ROUGE_NESTED_CALL_LIMITS)}")
+                              f"available: {', '.join(ROUGE_RECURSION_MODELS)}")
 
     @property
-    def rouge_limit(self) -> int | None:
-        return ROUGE_NESTED_CALL_LIMITS[self.rouge_recursion]
+    def rouge_model(self) -> RecursionModel | None:
+        return ROUGE_RECURSION_MODELS[self.rouge_recursion]
 
     def describe(self) -> dict:
         return {"rouge": "pltrdy rouge 1.0.1 semantics (jaxeval.metrics.rouge_pltrdy)",
-                "rouge_recursion": self.rouge_recursion, "rouge_nested_call_limit": self.rouge_limit,
+                "rouge_recursion": self.rouge_recursion,
+                "rouge_recursion_model": dataclasses.asdict(self.rouge_model) if self.rouge_model else None,
                 "ndcg": "trec_eval ndcg_cut.k, k = len(gold), linear gain (pure Python)",
                 "jieba": jieba_version()}
 
@@ -141,7 +148,7 @@ def summary_max_rouge_l(answers: Sequence[str], prediction: str, is_zh: bool,
         references = [" ".join(jieba_cut(reference)) for reference in references]
         hypothesis = " ".join(jieba_cut(hypothesis))
     try:
-        return max(rouge_l_summary_f(hypothesis, reference, max_nested_calls=options.rouge_limit)
+        return max(rouge_l_summary_f(hypothesis, reference, recursion=options.rouge_model)
                    for reference in references)
     except (RougeInputError, RougeRecursionError):  # upstream: a bare except returning 0.0
         return 0.0

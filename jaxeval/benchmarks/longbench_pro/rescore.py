@@ -84,6 +84,12 @@ def compare_with_file(rows: list[tuple[dict, str]], scored: list[dict], toleranc
             "examples": differing[:20]}
 
 
+def official_summary_text(summary: dict) -> str:
+    """The summary JSON laid out as the evaluator's save_json_file writes it: json.dump with
+    indent=4 and ensure_ascii=False, no trailing newline."""
+    return json.dumps(summary, ensure_ascii=False, indent=4)
+
+
 def rescore_predictions(predictions: str | Path, *, output_dir: str | Path | None = None, bon_num: int | None = None,
                         semsim: SemSimSettings = SemSimSettings(), options: ScoringOptions = DEFAULT_OPTIONS) -> dict:
     rows = read_prediction_rows(predictions)
@@ -100,7 +106,7 @@ def rescore_predictions(predictions: str | Path, *, output_dir: str | Path | Non
     evaluation = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in scored)
     result["written"] = {
         "evaluation": write_text_atomic(folder / f"{stem}_jaxeval_evaluation.jsonl", evaluation),
-        "summary": str(write_json_atomic(folder / f"{stem}_jaxeval_summary.json", result["summary"])),
+        "summary": write_text_atomic(folder / f"{stem}_jaxeval_summary.json", official_summary_text(result["summary"])),
     }
     result["written"]["results"] = str(folder / f"{stem}_jaxeval_results.json")
     write_json_atomic(result["written"]["results"], result)

@@ -42,21 +42,66 @@ def test_one_bad_reference_zeroes_the_whole_rouge_part():
     assert summary(["the cat sat", ""], "the cat sat", False, FakeSemSim(0.8)) == pytest.approx(0.4)
 
 
-def _chain(n: int) -> tuple[str, str]:
-    """Reference and hypothesis of n distinct words plus one shared last word: the LCS walk of
-    rouge 1.0.1 nests n + 2 calls; one common word of n + 1 on each side gives P = R = 1 / (n + 1)."""
-    return (" ".join(f"a{i}" for i in range(n)) + " z", " ".join(f"b{i}" for i in range(n)) + " z")
+def _walk_shapes(n: int) -> dict[str, tuple[str, str]]:
+    """(reference, hypothesis) pairs whose rouge 1.0.1 LCS walk is about n calls deep."""
+    a, b = [f"a{i}" for i in range(n)], [f"b{i}" for i in range(n)]
+    return {
+        "chain": (" ".join(a + ["z"]), " ".join(b + ["z"])),  # 1 match, then n drops at i = n
+        "identical": (" ".join(a), " ".join(a)),  # n matches, no table look-ups
+        "refdrop": (" ".join(["c"] + a + ["y"]), "c y"),  # n reference drops at j = 1
+        "short_ref_chain": (" ".join(a[:100] + ["z"]), " ".join(b + ["z"])),  # drops at i = 100
+    }
 
 
-@pytest.mark.parametrize("recursion, deepest_ok", [("python3.11+", 984), ("python3.8-3.10", 983)])
-def test_recursion_error_zeroes_rouge_at_the_measured_depth(recursion, deepest_ok):
+# Deepest n that still gets a ROUGE-L score, found by running the official evaluation code
+# (main.py --only_eval: its full call stack, rouge 1.0.1, default recursion limit 1000) on
+# these shapes for n = 982..988 under CPython 3.10.13, 3.11.7 and 3.12.1 (3.8/3.9 behave as
+# 3.10, 3.13 as 3.12). The walk has 987 levels on every version; the comparisons inside
+# each call add 0-2 levels depending on the version, hence the spread. (jaxeval's first
+# version allowed n + 1 <= 986 nested calls everywhere: right for "chain" on 3.11, one short
+# for "identical" and "short_ref_chain", whose official scores it zeroed.)
+DEEPEST_SCORED = {
+    "python3.8-3.10": {"chain": 984, "identical": 985, "refdrop": 983, "short_ref_chain": 984},
+    "python3.11": {"chain": 984, "identical": 986, "refdrop": 984, "short_ref_chain": 985},
+    "python3.12+": {"chain": 985, "identical": 986, "refdrop": 984, "short_ref_chain": 985},
+}
+
+
+@pytest.mark.parametrize("recursion", list(DEEPEST_SCORED))
+@pytest.mark.parametrize("shape", ["chain", "identical", "refdrop", "short_ref_chain"])
+def test_recursion_error_zeroes_rouge_exactly_where_the_official_stack_overflows(recursion, shape):
     options = ScoringOptions(rouge_recursion=recursion)
-    ref, hyp = _chain(deepest_ok)
-    expected = 2 * (1 / (deepest_ok + 1)) ** 2 / (2 / (deepest_ok + 1) + 1e-8)
-    assert summary_max_rouge_l([ref], hyp, False, options) == pytest.approx(expected, rel=1e-12)
-    ref, hyp = _chain(deepest_ok + 1)
+    deepest = DEEPEST_SCORED[recursion][shape]
+    ref, hyp = _walk_shapes(deepest)[shape]
+    unlimited = summary_max_rouge_l([ref], hyp, False, ScoringOptions(rouge_recursion="none"))
+    assert unlimited > 0 and summary_max_rouge_l([ref], hyp, False, options) == unlimited
+    ref, hyp = _walk_shapes(deepest + 1)[shape]
     assert summary_max_rouge_l([ref], hyp, False, options) == 0.0
     assert summary_max_rouge_l([ref], hyp, False, ScoringOptions(rouge_recursion="none")) > 0
+    # Chinese goes through jieba first, inside the same frame: the same words, the same limit
+    assert summary_max_rouge_l([ref], hyp, True, options) == 0.0
+
+
+def test_recursion_model_depth_worked_example():
+    # ref "a b", hyp "a c": rouge 1.0.1's _recon(2, 2) mismatches (b/c; table[1,2] = 1 is not
+    # > table[2,1] = 1, so j drops), _recon(2, 1) mismatches (b/a; table[1,1] = 1 > 0, i drops),
+    # _recon(1, 1) matches (a), _recon(0, 0) is the bottom: calls 1..4. Extra levels per call:
+    # 3.11 mismatch 1 -> max(1+1, 2+1, 3+0, 4+0) = 4; 3.10 everything >= 1 -> max(2, 3, 4, 5) = 5;
+    # 3.12 none -> 4. No index exceeds 256, so mismatch_large never applies.
+    from jaxeval.benchmarks.longbench_pro.metrics import ROUGE_RECURSION_MODELS as models
+    assert models["python3.11"].depth(["a", "b"], ["a", "c"]) == 4
+    assert models["python3.8-3.10"].depth(["a", "b"], ["a", "c"]) == 5
+    assert models["python3.12+"].depth(["a", "b"], ["a", "c"]) == 4
+    # 300 distinct words against 1: 300 hypothesis drops at i = 1, the first 44 with j > 256
+    words = [f"w{i}" for i in range(300)]
+    assert models["python3.11"].depth(["q"], words) == max(44 + 2, 300 + 1, 301)
+
+
+def test_default_recursion_model_is_python_3_11():
+    assert ScoringOptions().rouge_recursion == "python3.11"
+    # identical 986-word summaries: the official 3.11 stack scores them (0.999999995)
+    ref, hyp = _walk_shapes(986)["identical"]
+    assert summary_max_rouge_l([ref], hyp, False) == pytest.approx(0.999999995, abs=1e-12)
 
 
 def test_out_of_range_summary_fails_the_sample():

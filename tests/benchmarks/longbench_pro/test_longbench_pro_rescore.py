@@ -94,3 +94,15 @@ def test_cli_score(tmp_path, capsys):
     assert "LongBench Pro overall:" in out and "wrote summary" in out
     assert (tmp_path / "out" / "nonthinking_context-120000_bon-2_jaxeval_summary.json").is_file()
     assert main(["score", "--benchmark", "longbench_pro", "--predictions", str(tmp_path / "nope.jsonl")]) == 2
+
+
+def test_summary_file_is_laid_out_as_the_evaluators_save_json_file(tmp_path):
+    # modules/evaluation.py save_json_file: json.dump(data, f, ensure_ascii=False, indent=4), no
+    # trailing newline; so the official summaries begin '{\n    "date": ' and end '}' (the
+    # language keys stay in Chinese/English order, and non-ASCII names are written as is)
+    path = write_jsonl(tmp_path / "nonthinking_context-120000_bon-2_inference_1-of-1.jsonl", ROWS)
+    result = rescore_predictions(path, output_dir=tmp_path / "out")
+    text = (tmp_path / "out" / "nonthinking_context-120000_bon-2_jaxeval_summary.json").read_text(encoding="utf-8")
+    assert text.startswith('{\n    "date": ') and text.endswith("}") and not text.endswith("\n")
+    assert text == json.dumps(result["summary"], ensure_ascii=False, indent=4)
+    assert list(json.loads(text)) == list(result["summary"])
