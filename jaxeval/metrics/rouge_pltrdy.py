@@ -9,8 +9,9 @@ specs/longbench_v1_spec.md §10.5.
 
 Upstream reconstructs each LCS recursively, so a long sentence pair overflows Python's
 recursion limit; the benchmarks catch the RecursionError and score 0. The walk here is
-iterative and raises RougeRecursionError at the same point when told the caller's budget of
-nested calls (it depends on the Python version and on the caller's stack depth).
+iterative and raises RougeRecursionError at the same point when given a RecursionModel: the
+levels the caller's stack leaves to the walk, and what the Python version adds per call
+(`recursion_models`).
 """
 
 from __future__ import annotations
@@ -96,8 +97,8 @@ class RecursionModel:
     - mismatch_large: the same where i or j exceeds 256: the tuple's int elements are then
       not the cached small-int objects, and comparing them is one more nested level.
     3.11 specialises int and str comparisons (no check) but not dict-key comparisons; 3.12+
-    counts C recursion separately. Measured against the official evaluator on CPython 3.8-3.13
-    (see the LongBench Pro ROUGE tests).
+    counts C recursion separately. Measured against the official LongBench Pro evaluator and the
+    official LongBench v1 eval.py on CPython 3.8-3.13 (see both benchmarks' recursion tests).
     """
 
     slots: int
@@ -128,13 +129,31 @@ class RecursionModel:
         return max(deepest, call + self.bottom)
 
 
-def rouge_l_summary_f(hypothesis: str, reference: str, max_nested_calls: int | None = None,
-                      recursion: RecursionModel | None = None) -> float:
+# Extra levels (bottom, match, mismatch, mismatch_large) each CPython family adds per call of
+# the walk. They belong to the interpreter and the rouge package, not to the caller: the same
+# values fit the official LongBench Pro evaluator (CPython 3.8-3.13) and the official
+# LongBench v1 eval.py (3.8-3.13), whose stacks differ only in the levels left (slots).
+PYTHON_RECURSION_EXTRAS: dict[str, tuple[int, int, int, int]] = {
+    "python3.11": (0, 0, 1, 2),
+    "python3.12+": (0, 0, 0, 0),
+    "python3.8-3.10": (1, 1, 1, 2),
+}
+
+
+def recursion_models(slots: int) -> dict[str, RecursionModel | None]:
+    """One RecursionModel per CPython family for a caller that leaves `slots` levels to the walk,
+    and "none" (None): unbounded recursion."""
+    models: dict[str, RecursionModel | None] = {
+        name: RecursionModel(slots, *extras) for name, extras in PYTHON_RECURSION_EXTRAS.items()}
+    models["none"] = None
+    return models
+
+
+def rouge_l_summary_f(hypothesis: str, reference: str, recursion: RecursionModel | None = None) -> float:
     """ROUGE-L F of `hypothesis` against `reference`, as `Rouge().get_scores(h, r)` reports it.
 
-    max_nested_calls: the most nested LCS-walk calls the caller's Python would allow (None:
-    no limit). recursion: a finer RecursionModel of the caller's stack and Python (checked in
-    addition). Raises RougeInputError or RougeRecursionError where the package raises.
+    recursion: how deep the caller's Python lets the package's recursive walk go (None: no
+    limit). Raises RougeInputError or RougeRecursionError where the package raises.
     """
     hyp_sentences, ref_sentences = rouge_sentences(hypothesis), rouge_sentences(reference)
     if not hyp_sentences or not ref_sentences:
@@ -147,10 +166,7 @@ def rouge_l_summary_f(hypothesis: str, reference: str, max_nested_calls: int | N
     union: set[str] = set()
     for ref in ref_words:
         for hyp in hyp_words:
-            words, moves = lcs_walk(ref, hyp)
-            if max_nested_calls is not None and moves + 1 > max_nested_calls:
-                raise RougeRecursionError(
-                    f"LCS walk of {moves + 1} nested calls exceeds the limit of {max_nested_calls}")
+            words, _ = lcs_walk(ref, hyp)
             if recursion is not None and (depth := recursion.depth(ref, hyp)) > recursion.slots:
                 raise RougeRecursionError(f"LCS walk reaches depth {depth}, beyond the {recursion.slots} available")
             union |= words

@@ -8,7 +8,7 @@ and re-score official pred.py output without a model.
 """
 
 from jaxeval.benchmarks.longbench.data import LongBenchRecord, download_data_zip, load_config, validate_record
-from jaxeval.benchmarks.longbench.metrics import METRICS, ROUGE_NESTED_CALL_LIMITS, ScoringOptions
+from jaxeval.benchmarks.longbench.metrics import METRICS, ROUGE_RECURSION_MODELS, ScoringOptions
 from jaxeval.benchmarks.longbench.predictions import (
     prediction_files, read_prediction_file, write_prediction_file,
 )
@@ -28,7 +28,7 @@ from jaxeval.benchmarks.longbench.truncation import TruncatedPrompt, prompt_budg
 
 __all__ = [
     "BUCKETS", "CHAT_FORMATS", "CONFIGS", "DATASETS", "E_DATASETS", "HUB_ID", "METRICS",
-    "MODEL_PROMPT_BUDGETS", "ROUGE_NESTED_CALL_LIMITS", "SHIPPED_SAMPLE", "TASKS", "GenerationRequest",
+    "MODEL_PROMPT_BUDGETS", "ROUGE_RECURSION_MODELS", "SHIPPED_SAMPLE", "TASKS", "GenerationRequest",
     "LongBenchRecord", "LongBenchTask", "PredictionRow", "ScoringOptions", "TruncatedPrompt",
     "apply_chat_format", "build_prompt", "build_request", "category_scores",
     "download_data_zip", "e_scores", "first_line", "format_scores_table",

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from jaxeval.benchmarks.longbench.metrics import ROUGE_NESTED_CALL_LIMITS, ScoringOptions
+from jaxeval.benchmarks.longbench.metrics import (
+    DEFAULT_ROUGE_RECURSION, ROUGE_RECURSION_ALIASES, ROUGE_RECURSION_MODELS, ScoringOptions,
+)
 from jaxeval.errors import JaxevalError
 from jaxeval.metrics.edit_similarity import BACKENDS
 
@@ -101,8 +103,10 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--code_sim_backend", choices=BACKENDS, default="difflib",
                         help="lcc/repobench-p similarity: difflib (official) or levenshtein "
                              "(fuzzywuzzy with python-Levenshtein installed)")
-    parser.add_argument("--rouge_recursion", choices=tuple(ROUGE_NESTED_CALL_LIMITS), default="python3.11+",
-                        help="emulate the official ROUGE's recursion limit of this Python (none: no limit)")
+    parser.add_argument("--rouge_recursion", choices=(*ROUGE_RECURSION_MODELS, *ROUGE_RECURSION_ALIASES),
+                        default=DEFAULT_ROUGE_RECURSION,
+                        help="emulate the official ROUGE-L's recursion limit as the official eval.py meets it "
+                             "on this CPython (none: no limit; python3.11+ is an old name for python3.11)")
 
 
 def cmd_score(args: argparse.Namespace) -> int:

@@ -15,18 +15,28 @@ from typing import Callable, Sequence
 from jaxeval.errors import ConfigError, DataError
 from jaxeval.metrics.chinese import jieba_cut, jieba_version
 from jaxeval.metrics.edit_similarity import BACKENDS, fuzz_ratio, levenshtein_version
-from jaxeval.metrics.rouge_pltrdy import RougeInputError, RougeRecursionError, rouge_l_summary_f
+from jaxeval.metrics.rouge_pltrdy import (
+    RecursionModel, RougeInputError, RougeRecursionError, recursion_models, rouge_l_summary_f,
+)
 from jaxeval.metrics.token_f1 import normalize_answer_en, normalize_token_zh, token_f1
 
 # The official ROUGE reconstructs each LCS recursively, so a long sentence pair raises
-# RecursionError (scored 0). The most nested walk calls the official eval survives, measured
-# by running it (eval.py -> scorer -> metric -> rouge 1.0.1) at the default recursion limit
-# of 1000; the Chinese path has one more frame. Python 3.13 is assumed to match 3.11/3.12.
-ROUGE_NESTED_CALL_LIMITS: dict[str, dict[str, int] | None] = {
-    "python3.11+": {"en": 991, "zh": 990},  # measured on 3.11.7 and 3.12.1
-    "python3.8-3.10": {"en": 990, "zh": 989},  # measured on 3.10.13
-    "none": None,  # no limit: what the package would give with unbounded recursion
-}
+# RecursionError (scored 0). Under the default limit of 1000 the official stack (eval.py
+# <module> -> scorer -> rouge_score -> Rouge.get_scores -> _get_avg_scores -> <lambda> ->
+# rouge_l_summary_level -> _union_lcs -> _recon_lcs) leaves 991 levels to the walk, four more
+# than LongBench Pro's; rouge_zh_score calls rouge_score, one frame more. The comparisons
+# inside each call add 0-2 levels by CPython version and walk shape (RecursionModel, the same
+# per-version extras as LongBench Pro). Measured by running the official eval.py
+# (`python eval.py --model X`, rouge 1.0.1, jieba 0.42.1) on 13 walk shapes near the limit,
+# English and Chinese, under CPython 3.8, 3.9, 3.10, 3.11, 3.12 and 3.13.
+OFFICIAL_STACK_SLOTS = {"en": 991, "zh": 990}
+_EN, _ZH = recursion_models(OFFICIAL_STACK_SLOTS["en"]), recursion_models(OFFICIAL_STACK_SLOTS["zh"])
+# python3.11, python3.12+, python3.8-3.10 -> {"en": model, "zh": model}; none: unbounded recursion
+ROUGE_RECURSION_MODELS: dict[str, dict[str, RecursionModel] | None] = {
+    name: None if _EN[name] is None else {"en": _EN[name], "zh": _ZH[name]} for name in _EN}
+# Earlier names: "python3.11+" was the default (3.11 and 3.12 were thought to agree)
+ROUGE_RECURSION_ALIASES = {"python3.11+": "python3.11"}
+DEFAULT_ROUGE_RECURSION = "python3.11"
 _DIGIT_RUNS = re.compile(r"\d+")  # Unicode digits too, as upstream: "２７" is a number (not "27")
 _PARAGRAPH_ID = {"en": re.compile(r"Paragraph (\d+)"), "zh": re.compile(r"段落(\d+)")}
 
@@ -36,19 +46,21 @@ class ScoringOptions:
     """Choices that change LongBench numbers; the defaults reproduce the official results."""
 
     code_sim_backend: str = "difflib"  # "levenshtein": fuzzywuzzy with python-Levenshtein installed
-    rouge_recursion: str = "python3.11+"  # a key of ROUGE_NESTED_CALL_LIMITS
+    rouge_recursion: str = DEFAULT_ROUGE_RECURSION  # a key of ROUGE_RECURSION_MODELS (or an alias)
 
     def __post_init__(self):
         if self.code_sim_backend not in BACKENDS:
             raise ConfigError(f"unknown code_sim_backend '{self.code_sim_backend}'; "
                               f"available: {', '.join(BACKENDS)}")
-        if self.rouge_recursion not in ROUGE_NESTED_CALL_LIMITS:
+        object.__setattr__(self, "rouge_recursion",
+                           ROUGE_RECURSION_ALIASES.get(self.rouge_recursion, self.rouge_recursion))
+        if self.rouge_recursion not in ROUGE_RECURSION_MODELS:
             raise ConfigError(f"unknown rouge_recursion '{self.rouge_recursion}'; "
-                              f"available: {', '.join(ROUGE_NESTED_CALL_LIMITS)}")
+                              f"available: {', '.join(ROUGE_RECURSION_MODELS)}")
 
-    def rouge_limit(self, language: str) -> int | None:
-        limits = ROUGE_NESTED_CALL_LIMITS[self.rouge_recursion]
-        return None if limits is None else limits[language]
+    def rouge_model(self, language: str) -> RecursionModel | None:
+        models = ROUGE_RECURSION_MODELS[self.rouge_recursion]
+        return None if models is None else models[language]
 
     def describe(self) -> dict:
         """What the results record about how they were scored."""
@@ -56,7 +68,8 @@ class ScoringOptions:
             "code_sim_backend": self.code_sim_backend,
             "rouge": "pltrdy rouge 1.0.1 semantics (jaxeval.metrics.rouge_pltrdy)",
             "rouge_recursion": self.rouge_recursion,
-            "rouge_nested_call_limits": ROUGE_NESTED_CALL_LIMITS[self.rouge_recursion],
+            "rouge_recursion_model": {language: dataclasses.asdict(self.rouge_model(language))
+                                      for language in OFFICIAL_STACK_SLOTS} if self.rouge_model("en") else None,
             "jieba": jieba_version(),
         }
         if self.code_sim_backend == "levenshtein":
@@ -82,22 +95,22 @@ def qa_f1_zh_score(prediction: str, ground_truth: str, all_classes=None,
     return token_f1(_zh_tokens(prediction), _zh_tokens(ground_truth))
 
 
-def _rouge(prediction: str, ground_truth: str, limit: int | None) -> float:
+def _rouge(prediction: str, ground_truth: str, recursion: RecursionModel | None) -> float:
     try:
-        return rouge_l_summary_f(prediction, ground_truth, max_nested_calls=limit)
+        return rouge_l_summary_f(prediction, ground_truth, recursion=recursion)
     except (RougeInputError, RougeRecursionError):  # upstream: a bare except returning 0.0
         return 0.0
 
 
 def rouge_score(prediction: str, ground_truth: str, all_classes=None,
                 options: ScoringOptions = DEFAULT_OPTIONS) -> float:
-    return _rouge(prediction, ground_truth, options.rouge_limit("en"))
+    return _rouge(prediction, ground_truth, options.rouge_model("en"))
 
 
 def rouge_zh_score(prediction: str, ground_truth: str, all_classes=None,
                    options: ScoringOptions = DEFAULT_OPTIONS) -> float:
     return _rouge(" ".join(jieba_cut(prediction)), " ".join(jieba_cut(ground_truth)),
-                  options.rouge_limit("zh"))
+                  options.rouge_model("zh"))
 
 
 def classification_score(prediction: str, ground_truth: str, all_classes: Sequence[str] | None,

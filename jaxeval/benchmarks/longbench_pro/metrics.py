@@ -17,7 +17,9 @@ from jaxeval.benchmarks.longbench_pro.parsing import normalize_answers, normaliz
 from jaxeval.benchmarks.longbench_pro.tasks import SECONDARY_TASKS
 from jaxeval.errors import ConfigError
 from jaxeval.metrics.chinese import jieba_cut, jieba_version
-from jaxeval.metrics.rouge_pltrdy import RecursionModel, RougeInputError, RougeRecursionError, rouge_l_summary_f
+from jaxeval.metrics.rouge_pltrdy import (
+    RecursionModel, RougeInputError, RougeRecursionError, recursion_models, rouge_l_summary_f,
+)
 
 # rouge 1.0.1 rebuilds each LCS recursively and the evaluator's bare `except` turns the
 # RecursionError into a ROUGE part of 0. The official stack (main.py <module> -> main ->
@@ -28,12 +30,8 @@ from jaxeval.metrics.rouge_pltrdy import RecursionModel, RougeInputError, RougeR
 # Measured by running the official evaluation code (jieba or not) on 61 walk shapes near the
 # limit under 3.8, 3.9, 3.10, 3.11, 3.12 and 3.13.
 OFFICIAL_STACK_SLOTS = 987
-ROUGE_RECURSION_MODELS: dict[str, RecursionModel | None] = {
-    "python3.11": RecursionModel(OFFICIAL_STACK_SLOTS, bottom=0, match=0, mismatch=1, mismatch_large=2),
-    "python3.12+": RecursionModel(OFFICIAL_STACK_SLOTS),
-    "python3.8-3.10": RecursionModel(OFFICIAL_STACK_SLOTS, bottom=1, match=1, mismatch=1, mismatch_large=2),
-    "none": None,  # unbounded recursion: what the package would give without the limit
-}
+# python3.11, python3.12+, python3.8-3.10, and none (unbounded recursion)
+ROUGE_RECURSION_MODELS: dict[str, RecursionModel | None] = recursion_models(OFFICIAL_STACK_SLOTS)
 DEFAULT_ROUGE_RECURSION = "python3.11"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from jaxeval.metrics.edit_similarity import fuzz_ratio
 from jaxeval.metrics.rouge_pltrdy import (
-    RougeInputError, RougeRecursionError, lcs_prefix_rows, lcs_walk, rouge_l_summary_f,
+    RecursionModel, RougeInputError, RougeRecursionError, lcs_prefix_rows, lcs_walk, rouge_l_summary_f,
 )
 from jaxeval.metrics.token_f1 import CHINESE_PUNCTUATION, normalize_answer_en, token_f1
 
@@ -43,9 +43,10 @@ def test_rouge_raises_where_the_package_raises():
         rouge_l_summary_f("", "a")
     with pytest.raises(RougeInputError):
         rouge_l_summary_f("a", "...")
+    # "d e f" against "a b c": 3 drops then the bottom, calls 1..4 with no extra levels
     with pytest.raises(RougeRecursionError):
-        rouge_l_summary_f("a b c", "d e f", max_nested_calls=3)
-    assert rouge_l_summary_f("a b c", "d e f", max_nested_calls=4) == 0.0
+        rouge_l_summary_f("a b c", "d e f", recursion=RecursionModel(3))
+    assert rouge_l_summary_f("a b c", "d e f", recursion=RecursionModel(4)) == 0.0
 
 
 def test_normalisation_and_f1():

@@ -57,12 +57,78 @@ def test_quirk_01_rouge_is_pltrdy_summary_level_with_sets():
 @pytest.mark.parametrize("calls,zero_en,zero_zh", [(989, False, False), (990, False, False),
                                                    (991, False, True), (992, True, True)])
 def test_quirk_02_rouge_errors_score_zero_at_the_measured_recursion_limits(calls, zero_en, zero_zh):
-    assert (lb.rouge_score(*walk_pair(calls)) == 0.0) is zero_en
-    assert (lb.rouge_zh_score(*walk_pair(calls, chinese=True)) == 0.0) is zero_zh
-    older = ScoringOptions(rouge_recursion="python3.8-3.10")
+    # walk_pair drops its reference words at small i and ends on a match: no call adds a level
+    # on 3.11+, so the official eval.py scores up to 991 nested calls (en), 990 (zh)
+    for recursion in ("python3.11", "python3.12+"):
+        options = ScoringOptions(rouge_recursion=recursion)
+        assert (lb.rouge_score(*walk_pair(calls), options=options) == 0.0) is zero_en
+        assert (lb.rouge_zh_score(*walk_pair(calls, chinese=True), options=options) == 0.0) is zero_zh
+    older = ScoringOptions(rouge_recursion="python3.8-3.10")  # the bottom call adds one
     assert (lb.rouge_score(*walk_pair(calls - 1), options=older) == 0.0) is zero_en
+    assert (lb.rouge_zh_score(*walk_pair(calls - 1, chinese=True), options=older) == 0.0) is zero_zh
     unlimited = ScoringOptions(rouge_recursion="none")
     assert lb.rouge_score(*walk_pair(1200), options=unlimited) > 0.0
+
+
+def walk_shape(shape: str, n: int) -> tuple[str, str]:
+    """(hypothesis, reference) with a single sentence each, of a given LCS walk shape."""
+    a, b = [f"a{i}" for i in range(n)], [f"b{i}" for i in range(n)]
+    ref, hyp = {
+        "chain": (a + ["z"], b + ["z"]),  # 1 match, then n hypothesis drops at i = n, the bottom
+        "identical": (a, a),  # n matches, the bottom
+        "refdrop": (["c"] + a + ["y"], ["c", "y"]),  # 1 match, n reference drops at j = 1, 1 match
+        "short_ref_chain_256": (a[:256] + ["z"], b + ["z"]),  # as chain, at i = 256 (a cached int)
+        "short_ref_chain_257": (a[:257] + ["z"], b + ["z"]),  # at i = 257: not a cached int
+    }[shape]
+    return " ".join(hyp), " ".join(ref)
+
+
+# Deepest n that the official eval.py still scores, found by running it (`python eval.py
+# --model X`: <module> -> scorer -> rouge_score [-> rouge_zh_score's extra frame] -> rouge
+# 1.0.1, jieba 0.42.1, default recursion limit 1000) on these shapes for n near the limit
+# under CPython 3.8.18, 3.9.18, 3.10.13, 3.11.7, 3.12.1 and 3.13.0. The stack leaves 991
+# levels (990 for zh); each version's comparisons add 0-2 levels per call (RecursionModel):
+# 3.11 loses one on chain-like walks that end on a drop at an index above 256, 3.8-3.10 one
+# at the bottom call. (jaxeval's first version allowed 991/990 nested calls on 3.11+: right
+# for 3.12+, but it scored chain and short_ref_chain_257 at n = 989 (en), which 3.11 zeroes.)
+DEEPEST_SCORED = {
+    "python3.11": {"chain": 988, "identical": 990, "refdrop": 988, "short_ref_chain_256": 989,
+                   "short_ref_chain_257": 988},
+    "python3.12+": {"chain": 989, "identical": 990, "refdrop": 988, "short_ref_chain_256": 989,
+                    "short_ref_chain_257": 989},
+    "python3.8-3.10": {"chain": 988, "identical": 989, "refdrop": 987, "short_ref_chain_256": 988,
+                       "short_ref_chain_257": 988},
+}
+
+
+@pytest.mark.parametrize("recursion", list(DEEPEST_SCORED))
+@pytest.mark.parametrize("shape", list(DEEPEST_SCORED["python3.11"]))
+def test_quirk_02_recursion_error_zeroes_rouge_exactly_where_the_official_eval_overflows(recursion, shape):
+    options, unlimited = ScoringOptions(rouge_recursion=recursion), ScoringOptions(rouge_recursion="none")
+    for metric, deepest in ((lb.rouge_score, DEEPEST_SCORED[recursion][shape]),
+                            (lb.rouge_zh_score, DEEPEST_SCORED[recursion][shape] - 1)):  # one frame more
+        pair = walk_shape(shape, deepest)
+        assert metric(*pair, options=options) == metric(*pair, options=unlimited) > 0
+        pair = walk_shape(shape, deepest + 1)
+        assert metric(*pair, options=options) == 0.0 and metric(*pair, options=unlimited) > 0
+
+
+def test_quirk_02_recursion_models_and_old_option_name():
+    # chain at n = 989: 991 calls (1 match, 989 drops at i = 989, the bottom at j = 0); the
+    # drop at j = 1 compares the tuple key (988, 1) with the stored one and the int 988 (not
+    # cached), two levels: 990 + 2 = 992 > 991 on 3.11; 3.12+ counts none of it: 991 <= 991
+    ref, hyp = walk_shape("chain", 989)[1].split(" "), walk_shape("chain", 989)[0].split(" ")
+    assert lcs_walk(ref, hyp)[1] + 1 == 991
+    models = lb.ROUGE_RECURSION_MODELS
+    assert models["python3.11"]["en"].depth(ref, hyp) == 992 and models["python3.12+"]["en"].depth(ref, hyp) == 991
+    assert models["python3.8-3.10"]["en"].depth(ref, hyp) == 992  # the bottom call: 991 + 1
+    assert {name: model and model["zh"].slots for name, model in models.items()} == {
+        "python3.11": 990, "python3.12+": 990, "python3.8-3.10": 990, "none": None}
+    assert ScoringOptions().rouge_recursion == "python3.11"
+    assert ScoringOptions(rouge_recursion="python3.11+").rouge_recursion == "python3.11"  # the old name
+    assert lb.rouge_score(*walk_shape("chain", 989)) == 0.0  # default: the 3.11 stack
+    with pytest.raises(ConfigError, match="unknown rouge_recursion"):
+        ScoringOptions(rouge_recursion="python3.7")
 
 
 # 3. whitespace-only hypotheses do not raise; "" and "..." do

@@ -105,6 +105,9 @@ def test_cli_pieces(tmp_path, capsys):
                               "--code_sim_backend", "difflib", "--rouge_recursion", "python3.8-3.10"])
     assert cmd_score_longbench(args) == 0
     assert "differs from" in capsys.readouterr().out
+    for name in ("python3.11", "python3.12+", "python3.8-3.10", "none", "python3.11+"):  # last: the old name
+        assert parser.parse_args(["--predictions", "p", "--rouge_recursion", name]).rouge_recursion == name
+    assert parser.parse_args(["--predictions", "p"]).rouge_recursion == "python3.11"
 
 
 def test_category_tables_follow_the_readme_rule():
