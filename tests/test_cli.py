@@ -18,7 +18,8 @@ def test_default_run_scores_the_embedded_model(tmp_path, capsys):
     rows = [row["row"] for row in result["rows"]]
     assert rows[:2] == ["Facts recalled at 8k tokens", "Distant tool calls at 8k tokens"]  # the card's order
     assert "Rules followed at 8k tokens" in rows and "German rules kept far back, worst case" in rows
-    assert 0.0 <= result["rows"][0]["value"] <= 1.0  # README states the embedded model's figure
+    # The embedded model recalls planted facts from thousands of tokens back (README states 0.53).
+    assert 0.25 <= result["rows"][0]["value"] <= 1.0
     assert set(result["sets"]) == {"facts", "tool_calls", "rules_en", "rules_cs", "rules_de"}
     facts = result["sets"]["facts"]["8k"]
     assert facts["items"] == 4 and facts["unaligned"] == 0

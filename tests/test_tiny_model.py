@@ -107,3 +107,43 @@ def test_training_steps_lower_the_loss(tokenizer):
     assert len(history) == 3 and all(np.isfinite(h["loss"]) for h in history)
     assert history[-1]["loss"] < history[0]["loss"] - 0.2, [h["loss"] for h in history]
     assert jax.tree.structure(params) == jax.tree.structure(Decoder(config, rngs=nnx.Rngs(1)).params())
+
+
+def test_sources_are_the_facts_copies_of_the_answer_tokens(tokenizer):
+    rng, pyrng = np.random.default_rng(1), random.Random(1)
+    filler = tt.FillerText(tokenizer, [[WIKI * 30]])
+    seq = tt.make_sequence(rng, pyrng, filler, tt.FactTokens(tokenizer), 512, 4, skip_prob=1.0, n_repeats=1)
+    assert len(seq.sources) == len(seq.answers) == 4
+    for answer, source in zip(seq.answers, seq.sources):
+        assert len(source) == len(answer) == tt.ANSWER_TOKENS
+        assert source == list(range(source[0], source[0] + len(source)))
+        assert seq.ids[source].tolist() == seq.ids[answer].tolist()  # " 48213." in the fact and in the query
+        assert source[-1] < answer[0]
+        assert seq.ids[source[0] - 1] == seq.ids[answer[0] - 1]  # both after the relation's last word
+    batch = tt.make_batch(rng, pyrng, filler, tt.FactTokens(tokenizer),
+                          tt.Phase(steps=1, seq_len=256, batch=2, min_facts=2, max_facts=3, skip_prob=0.5,
+                                   loss_tokens=64, repeats=1))
+    ids, _, _, _, sup_at, sup_src, sup_mask = batch
+    assert sup_at.shape == sup_src.shape == sup_mask.shape == (2, 3 * tt.ANSWER_TOKENS)
+    for b in range(2):
+        at, src = sup_at[b][sup_mask[b]], sup_src[b][sup_mask[b]]
+        assert len(at) >= 2 * tt.ANSWER_TOKENS and (ids[b][at + 1] == ids[b][src]).all()
+
+
+def test_training_forward_matches_the_decoder():
+    import jax.numpy as jnp
+
+    from jaxeval.models.decoder import embed_tokens, run_layers
+
+    micro = dict(tt.HF_CONFIG, hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2,
+                 head_dim=8)
+    config = tt.model_config(micro)
+    params = tt.init_params(config, 0)
+    ids = jnp.asarray(np.random.default_rng(0).integers(0, 4096, 65), jnp.int32)
+    positions = jnp.asarray(np.concatenate([np.arange(30), np.arange(30, 64) + 5000]), jnp.int32)
+    hidden, head_out, probs = tt.forward_with_attention(params, config, ids, positions)
+    reference, _ = run_layers(params, config, embed_tokens(params, config, ids[None, :-1]), positions)
+    np.testing.assert_allclose(np.asarray(hidden), np.asarray(reference[0]), atol=1e-5)
+    assert head_out.shape == (64, 32) and probs.shape == (64, 64)
+    np.testing.assert_allclose(np.asarray(probs.sum(-1)), 1.0, atol=1e-5)
+    assert float(np.abs(np.triu(np.asarray(probs), 1)).max()) == 0.0
