@@ -89,6 +89,11 @@ class Model:
                                prefill_chunk_len=self.prefill_chunk, batch_size=batch_size, mesh=self.mesh)
 
 
+def default_dtype() -> str:
+    """What dtype="auto" loads: float32 on CPU, bfloat16 on accelerators."""
+    return "float32" if jax.default_backend() == "cpu" else "bfloat16"
+
+
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
                prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
@@ -99,11 +104,13 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     reading only its own bytes. A multi-process run is joined first when the JAXEVAL_COORDINATOR /
     JAXEVAL_NUM_PROCESSES / JAXEVAL_PROCESS_ID (or JAXEVAL_DISTRIBUTED=1) variables are set.
     """
-    if dtype not in DTYPES:
-        raise ConfigError(f"dtype={dtype!r} is not supported (choose {', '.join(DTYPES)})")
+    if dtype != "auto" and dtype not in DTYPES:
+        raise ConfigError(f"dtype={dtype!r} is not supported (choose auto, {', '.join(DTYPES)})")
     if attention not in BACKENDS:
         raise ConfigError(f"attention={attention!r} is not supported (choose {', '.join(BACKENDS)})")
     initialize_distributed()
+    if dtype == "auto":  # after joining a multi-process run: asking for the platform touches devices
+        dtype = default_dtype()
     folder = resolve_model_path(path)
     config = load_hf_config(folder)
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap

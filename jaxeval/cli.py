@@ -17,12 +17,6 @@ EMBEDDED_MODEL = Path(__file__).parent / "assets" / "tiny_llama"
 RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's configs/ (suites/, models/)
 
 
-def _default_dtype() -> str:
-    import jax
-
-    return "float32" if jax.default_backend() == "cpu" else "bfloat16"
-
-
 def _model_options(p: argparse.ArgumentParser, default_model: str | None):
     p.add_argument("--model", default=default_model, required=default_model is None,
                    help="HF safetensors folder, jaxeval Orbax checkpoint folder or hub id")
@@ -42,8 +36,7 @@ def _load(args):
     from jaxeval.engine.mesh import initialize_distributed
 
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.mesh)
-    dtype = _default_dtype() if args.dtype == "auto" else args.dtype
-    return load_model(args.model, dtype=dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
+    return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None))
 
 

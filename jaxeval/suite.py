@@ -100,12 +100,13 @@ def run_suite(args, tasks: list[str], load_model) -> int:
     model = load_model(args)
     journal = open_journal(args, model, tasks, hash_, name)
     args.journal = journal
+    runners = run_tasks()
     results, samples, task_seconds = empty_results(), {}, {}
     try:
         with signals_raise():
             for task in tasks:
                 started = time.perf_counter()
-                result, table = run_tasks()[task](model, args)
+                result, table = runners[task](model, args)
                 journal.flush()
                 task_seconds[task] = round(time.perf_counter() - started, 3)
                 samples[task] = result.pop("sample_log", None)

@@ -36,12 +36,9 @@ def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at,
     x = embed_tokens(params, config, chunk_ids)
     x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start, backend,
                                    mesh)
-    if mesh is None:
-        cache_k = jax.lax.dynamic_update_slice_in_dim(cache_k, k_new.astype(cache_k.dtype), start, axis=2)
-        cache_v = jax.lax.dynamic_update_slice_in_dim(cache_v, v_new.astype(cache_v.dtype), start, axis=2)
-    else:  # each sequence shard of the cache writes its own part of the chunk
-        cache_k = write_chunk(cache_k, k_new, start, mesh, READ_CACHE)
-        cache_v = write_chunk(cache_v, v_new, start, mesh, READ_CACHE)
+    # on a mesh each sequence shard of the cache writes its own part of the chunk
+    cache_k = write_chunk(cache_k, k_new, start, mesh, READ_CACHE)
+    cache_v = write_chunk(cache_v, v_new, start, mesh, READ_CACHE)
     local = gather_at - start
     inside = (local >= 0) & (local < c)
     rows = x[0, jnp.clip(local, 0, c - 1)]

@@ -49,13 +49,9 @@ class LocalJudge:
     @classmethod
     def from_path(cls, path: str, *, dtype: str | None = None, attention: str = "chunked", **options) -> "LocalJudge":
         """Load the model at `path` (dtype None: float32 on CPU, bfloat16 on accelerators)."""
-        import jax
-
         from jaxeval.api import load_model
 
-        if dtype is None:
-            dtype = "float32" if jax.default_backend() == "cpu" else "bfloat16"
-        return cls(load_model(path, dtype=dtype, attention=attention), **options)
+        return cls(load_model(path, dtype=dtype or "auto", attention=attention), **options)
 
     def __repr__(self) -> str:
         return f"LocalJudge(model={self.model.path!r})"

@@ -128,6 +128,11 @@ class RecursionModel:
             call += 1
         return max(deepest, call + self.bottom)
 
+    def may_exceed(self, moves: int) -> bool:
+        """Whether a walk of `moves` moves could go beyond the slots: its depth is at most
+        moves + 1 plus the largest extra, so a shorter walk needs no `depth`."""
+        return moves + 1 + max(self.bottom, self.match, self.mismatch, self.mismatch_large) > self.slots
+
 
 # Extra levels (bottom, match, mismatch, mismatch_large) each CPython family adds per call of
 # the walk. They belong to the interpreter and the rouge package, not to the caller: the same
@@ -166,8 +171,9 @@ def rouge_l_summary_f(hypothesis: str, reference: str, recursion: RecursionModel
     union: set[str] = set()
     for ref in ref_words:
         for hyp in hyp_words:
-            words, _ = lcs_walk(ref, hyp)
-            if recursion is not None and (depth := recursion.depth(ref, hyp)) > recursion.slots:
+            words, moves = lcs_walk(ref, hyp)
+            if (recursion is not None and recursion.may_exceed(moves)
+                    and (depth := recursion.depth(ref, hyp)) > recursion.slots):
                 raise RougeRecursionError(f"LCS walk reaches depth {depth}, beyond the {recursion.slots} available")
             union |= words
     llcs = len(union)

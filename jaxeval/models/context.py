@@ -75,7 +75,9 @@ def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: 
     inverse = stripe_order(t, cp)[1]
     no_cache = cache is None
     if no_cache:
-        cache_spec, cache = chunk_spec, (k, v)  # placeholders, unused inside
+        # shard_map takes a fixed argument list: without a cache, k and v fill its slots and
+        # local() ignores them (no_cache)
+        cache_spec, cache = chunk_spec, (k, v)
     else:
         cache_spec = spec(cache[0].shape, ("batch", "cache_sequence" if cache_sharded else "hidden", "act_kv_heads",
                                            "head_dim"), mesh)

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxeval.engine.buckets import count_bucket
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.config import ModelConfig, load_hf_config
 from jaxeval.models.decoder import embed_tokens, rms_norm, run_layers
@@ -141,7 +142,7 @@ class DecoderEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         for start in range(0, len(order), self.batch_size):
             rows = order[start:start + self.batch_size]
-            width = _bucket(max(len(encoded[i]) for i in rows))
+            width = count_bucket(max(len(encoded[i]) for i in rows), minimum=16)
             ids = np.zeros((len(rows), width), np.int32)
             for r, i in enumerate(rows):
                 ids[r, :len(encoded[i])] = encoded[i]
@@ -152,10 +153,3 @@ class DecoderEmbedder:
         if self.sentence.normalize:
             out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
-
-
-def _bucket(n: int) -> int:
-    width = 16
-    while width < n:
-        width *= 2
-    return width

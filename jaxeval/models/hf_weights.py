@@ -108,7 +108,11 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None)
         def block(index):
             index = tuple(index)
             layers = range(c.num_layers)[index[0]]
-            return np.stack([np.asarray(layer_views[name][i][index[1:]], dtype=dtype) for i in layers])
+            first = layer_views[name][layers[0]][index[1:]]
+            out = np.empty((len(layers), *first.shape), dtype=dtype)  # filled layer by layer: one copy at a time
+            for row, i in enumerate(layers):
+                out[row] = layer_views[name][i][index[1:]]
+            return out
         return block
 
     blocks = {name: (shapes[name], top_block(name)) for name in views}

@@ -13,6 +13,8 @@ is a multiple of the KV heads, before anything compiles.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -137,11 +139,13 @@ def zeros(shape, dtype, mesh: Mesh | None, names):
     """A zero array created straight into its sharding (no full copy on one device)."""
     if mesh is None:
         return jax.numpy.zeros(shape, dtype)
-    return _zeros(tuple(shape), np.dtype(dtype), sharding(shape, names, mesh))
+    return _zeros(tuple(shape), np.dtype(dtype), sharding(shape, names, mesh))()
 
 
+@functools.lru_cache(maxsize=64)
 def _zeros(shape, dtype, target):
-    return jax.jit(lambda: jax.numpy.zeros(shape, dtype), out_shardings=target)()
+    """One jitted zeros per (shape, dtype, sharding): a fresh jit each call would recompile every time."""
+    return jax.jit(lambda: jax.numpy.zeros(shape, dtype), out_shardings=target)
 
 
 def shard_params(params: dict, mesh: Mesh | None) -> dict:

@@ -113,9 +113,6 @@ class Journal:
     def __len__(self) -> int:
         return len(self._records)
 
-    def keys(self) -> list[str]:
-        return list(self._records)
-
     def flush(self) -> None:
         """Write buffered records durably (fsync locally; one atomic object write elsewhere)."""
         self._last_flush = time.monotonic()

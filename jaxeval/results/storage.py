@@ -78,11 +78,6 @@ def read_text(path: str | Path) -> str:
         return f.read().decode("utf-8")
 
 
-def exists(path: str | Path) -> bool:
-    fs, inner = open_fs(path)
-    return fs.exists(inner)
-
-
 def local_copy(url: str, cache_dir: str | Path | None = None) -> Path:
     """A local folder with the contents of a remote model folder (gs://bucket/model), copied once
     into the cache (JAXEVAL_CACHE, default ~/.cache/jaxeval/models) and reused afterwards."""

@@ -35,8 +35,6 @@ def _is_loopback(host: str) -> bool:
 
 
 def cmd_serve(args) -> int:
-    import jax
-
     from jaxeval.api import load_model
     from jaxeval.errors import ConfigError
     from jaxeval.serve.server import make_server, server_url
@@ -46,8 +44,7 @@ def cmd_serve(args) -> int:
     if args.api_key_env and not os.environ.get(args.api_key_env):  # fail before the model loads
         raise ConfigError(f"--api_key_env {args.api_key_env}: that environment variable is not set or empty")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    dtype = ("float32" if jax.default_backend() == "cpu" else "bfloat16") if args.dtype == "auto" else args.dtype
-    model = load_model(args.model, dtype=dtype, attention=args.attention, prefill_chunk=args.prefill_chunk)
+    model = load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk)
     server = make_server(model, host=args.host, port=args.port, served_name=args.served_model_name,
                          api_key_env=args.api_key_env)
     if not _is_loopback(args.host):

@@ -8,13 +8,12 @@ sources go through the same record check and conversion, so they give identical 
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from jaxeval.benchmarks.agent_bench.schema import SCHEMAS, validate_record
-from jaxeval.benchmarks.files import read_parquet_rows
+from jaxeval.benchmarks.files import read_jsonl_rows, read_parquet_rows
 from jaxeval.errors import DataError
 
 CONFIGS = ("facts", "tool_calls", "rules_en", "rules_cs", "rules_de")  # as the card lists them
@@ -135,14 +134,7 @@ def _read_local(folder: Path, config: str, split: str) -> Iterable[tuple[dict, s
 
 def _read_jsonl(path: Path) -> Iterable[tuple[dict, str]]:
     with open(path, encoding="utf-8") as lines:
-        for line_number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataError(f"{path}, line {line_number}: not valid JSON ({error.msg})") from None
-            yield record, f"{path}, line {line_number}"
+        yield from read_jsonl_rows(lines, str(path))
 
 
 def read_hub_records(data: str, config: str, split: str,

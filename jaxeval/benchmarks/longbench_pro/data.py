@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jaxeval.benchmarks.files import read_jsonl_rows
 from jaxeval.benchmarks.longbench_pro.tasks import DIMENSIONS, HUB_FILE, HUB_ID, SECONDARY_TASKS, SHIPPED_SAMPLE
 from jaxeval.errors import DataError
 
@@ -99,14 +100,7 @@ def read_json(path: Path) -> Any:
 
 def read_jsonl(path: Path) -> list[tuple[Any, str]]:
     """(row, "FILE, line N") for every non-blank line."""
-    rows = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append((json.loads(line), f"{path}, line {number}"))
-            except json.JSONDecodeError as error:
-                raise DataError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
-    return rows
+    return list(read_jsonl_rows(read_text(path).splitlines(), str(path)))
 
 
 def _read_rows(path: Path) -> list[tuple[Any, str]]:

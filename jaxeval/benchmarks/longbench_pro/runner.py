@@ -23,7 +23,7 @@ from jaxeval.benchmarks.longbench_pro.prompts import (
 )
 from jaxeval.benchmarks.longbench_pro.scoring import score_row, summarize_rows
 from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
-from jaxeval.benchmarks.longbench_pro.tasks import RUNS_PER_SAMPLE, SHIPPED_SAMPLE
+from jaxeval.benchmarks.longbench_pro.tasks import RUNS_PER_SAMPLE, SHIPPED_SAMPLE, max_new_tokens_for
 from jaxeval.errors import ConfigError, JaxevalError
 
 OFFICIAL_TRUNCATION_TOKENIZER = "Qwen/Qwen2.5-7B-Instruct"  # any Qwen2.5 tokenizer.json is the same
@@ -108,7 +108,7 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
     if not isinstance(runs, int) or runs < 1:
         raise ConfigError(f"runs must be a positive integer, got {runs!r}")
     window = backend.config.max_position_embeddings
-    budget = max_new_tokens if max_new_tokens is not None else (1024 if mode == "nonthinking" else 8192)
+    budget = max_new_tokens if max_new_tokens is not None else max_new_tokens_for(mode)
     deviations: list[str] = []
     if truncation_length is None:  # the official L of a 128k-class model, or what the window leaves
         truncation_length = 120_000 if window >= 128_000 else window - budget
