@@ -226,22 +226,28 @@ def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> None
     sub.set_defaults(**load_yaml_config(known.config, actions))
 
 
+def _error(e: JaxevalError) -> int:
+    """A user's error: one line on stderr (never a key in it), exit status 2."""
+    from jaxeval.secrets import scrub
+
+    print(f"jaxeval: error: {scrub(str(e))}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     try:
         _apply_config_file(parser, argv)
     except JaxevalError as e:
-        print(f"jaxeval: error: {e}", file=sys.stderr)
-        return 2
+        return _error(e)
     args, extra = parser.parse_known_args(argv)
     if args.func is not cmd_score and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args, extra) if args.func is cmd_score else args.func(args)
     except JaxevalError as e:
-        print(f"jaxeval: error: {e}", file=sys.stderr)
-        return 2
+        return _error(e)
 
 
 if __name__ == "__main__":

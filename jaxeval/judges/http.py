@@ -13,7 +13,8 @@ attempt comes back as a JudgeReply with text=None and an error, and is counted b
   no_content   JSON without a string choices[0].message.content
 
 The API key is read from the environment variable named by `api_key_env` at each request; it is
-never stored on the judge, and it is scrubbed from every error text and log line.
+never stored on the judge, and it is registered with jaxeval.secrets, which scrubs it (whole or
+in part) from every reply, error text and log line before anything is cut or kept.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from jaxeval.errors import ConfigError
 from jaxeval.judges.base import FailureCounter, JudgeReply
+from jaxeval.secrets import register, scrub
 
 log = logging.getLogger(__name__)
 
@@ -143,9 +145,9 @@ class HttpJudge:
         rng = random.Random(f"{self.seed}:{request_no}")
         for attempt in range(self.retries + 1):
             try:
-                return JudgeReply(text=self._post(prompt), error=None)
+                return JudgeReply(text=scrub(self._post(prompt)), error=None)
             except JudgeCallError as e:
-                message = self._scrub(f"{e.kind}: {e}")
+                message = scrub(f"{e.kind}: {e}")
                 if attempt == self.retries or not e.retried:
                     self.counter.record_failure(e.kind)
                     log.warning("judge request %d failed after %d attempt(s): %s", request_no, attempt + 1, message)
@@ -175,6 +177,7 @@ class HttpJudge:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = os.environ.get(self.api_key_env)
         if key:
+            register(key)
             headers["Authorization"] = f"Bearer {key}"
         request = urllib.request.Request(self.url, data=self._body(prompt), headers=headers, method="POST")
         try:
@@ -188,6 +191,8 @@ class HttpJudge:
             raise _network_error(e.reason, self.url) from None
         except (OSError, http.client.HTTPException) as e:
             raise _network_error(e, self.url) from None
+        except ValueError as e:  # http.client refuses a header value (a key with a newline in it)
+            raise JudgeCallError("protocol", f"request not sent: {e}") from None
         return self._parse(raw)
 
     def _parse(self, raw: bytes) -> str:
@@ -208,10 +213,6 @@ class HttpJudge:
                     if isinstance(usage.get(name), int):
                         self.usage[name] += usage[name]
         return content
-
-    def _scrub(self, text: str) -> str:
-        key = os.environ.get(self.api_key_env)
-        return text.replace(key, "***") if key else text
 
 
 def _network_error(reason, url: str) -> JudgeCallError:
@@ -239,5 +240,6 @@ def _retry_after(headers) -> float | None:
 
 
 def _preview(raw: bytes, limit: int = 200) -> str:
-    text = raw.decode("utf-8", errors="replace")
+    """The start of a body for an error message: scrubbed whole first, so no cut splits a key."""
+    text = scrub(raw.decode("utf-8", errors="replace"))
     return repr(text[:limit] + ("..." if len(text) > limit else ""))

@@ -62,7 +62,9 @@ class JournalMismatchError(JaxevalError):
 
 
 def _dumps(obj) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    from jaxeval.secrets import redact
+
+    return redact(json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=True))
 
 
 class Journal:

@@ -45,7 +45,10 @@ def join(base: str | Path, *parts: str) -> str:
 
 def write_text_atomic(path: str | Path, text: str) -> str:
     """Write text so a reader never sees half of it: temp + fsync + rename locally; one object
-    write elsewhere (object stores replace objects atomically)."""
+    write elsewhere (object stores replace objects atomically). Registered secrets are masked."""
+    from jaxeval.secrets import redact
+
+    text = redact(text)
     fs, inner = open_fs(path)
     if not is_local(fs):
         parent = fs._parent(inner)

@@ -163,6 +163,9 @@ def make_server(model, *, host: str = "127.0.0.1", port: int = 0, served_name: s
         api_key = os.environ.get(api_key_env)
         if not api_key:
             raise ConfigError(f"--api_key_env {api_key_env}: that environment variable is not set or empty")
+        from jaxeval.secrets import register
+
+        register(api_key)
     name = served_name or os.path.basename(os.path.normpath(str(model.path)))
     service = ChatService(model, name, api_key=api_key)
     handler = type("Handler", (_Handler,), {"service": service})
