@@ -57,7 +57,7 @@ from planted_facts import PlantedFact, make_facts  # noqa: E402
 from jaxeval.models.config import ModelConfig, config_from_hf  # noqa: E402
 from jaxeval.models.decoder import (Decoder, attention_inputs, embed_tokens, final_logits,  # noqa: E402
                                     layer_output)
-from jaxeval.models.rope import layer_inverse_frequencies  # noqa: E402
+from jaxeval.models.rope import rope_tables  # noqa: E402
 
 DEFAULT_OUT = REPO / "jaxeval/assets/tiny_llama"
 DEFAULT_TEXT_DIR = REPO.parent / "shared" / "data" / "text"  # ../shared of the checkout
@@ -339,12 +339,12 @@ def forward_with_attention(params, config: ModelConfig, ids, positions):
     """
     x = embed_tokens(params, config, ids[None, :-1])
     length = x.shape[1]
-    inv_freq = jnp.asarray(layer_inverse_frequencies(config))
+    rope = rope_tables(config, length)
     causal = jnp.tril(jnp.ones((length, length), bool))
     group = config.num_heads // config.num_kv_heads
     for layer in range(config.num_layers):
         lp = jax.tree.map(lambda w: w[layer], params["layers"])
-        q, k, v = attention_inputs(lp, config, x, positions, inv_freq[layer])
+        q, k, v = attention_inputs(lp, config, x, positions, (rope.inv_freq[layer], rope.scale[layer]))
         k, v = jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
         scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) * config.attention_scale
         probs = jax.nn.softmax(jnp.where(causal, scores, -1e30), axis=-1)

@@ -33,7 +33,7 @@ from jaxeval.models.attention import decode_attention
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
 from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers
-from jaxeval.models.rope import layer_inverse_frequencies
+from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, replicated, zeros
 
 FINISH_REASONS = ("eos", "stop", "length")
@@ -55,11 +55,12 @@ def batch_bucket(n: int) -> int:
 
 
 @functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2))
-def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, *, config, backend, mesh=None):
+def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, rope, *, config, backend, mesh=None):
     """Write the K/V of one prompt chunk into cache row `row`.
 
     cache_k, cache_v [B, L, S, KV, hd]; chunk_ids int [1, C] (positions start .. start + C - 1);
-    start, row int scalars. Positions past the prompt hold padding; decoding overwrites them before
+    start, row int scalars; rope: RopeTables of the prompt (transformers' prefill is one forward
+    over the prompt). Positions past the prompt hold padding; decoding overwrites them before
     any query can see them (a query at position q sees keys <= q only).
     """
     c = chunk_ids.shape[1]
@@ -67,26 +68,26 @@ def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, *, config, back
                       for cache in (cache_k, cache_v))  # [L, 1, S, KV, hd], run_layers' layout
     x = embed_tokens(params, config, chunk_ids)
     _, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), row_cache, start, backend, mesh,
-                                   cache_sharded=False)  # decode reads the whole sequence: kept unsplit
+                                   cache_sharded=False, rope=rope)  # decode reads the whole sequence: kept unsplit
     cache_k = write_row(cache_k, jnp.swapaxes(k_new, 0, 1), row, start, mesh, DECODE_CACHE)
     cache_v = write_row(cache_v, jnp.swapaxes(v_new, 0, 1), row, start, mesh, DECODE_CACHE)
     return constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE)
 
 
-def _decode_row(params, cache_k, cache_v, token, position, config):
+def _decode_row(params, cache_k, cache_v, token, position, rope, config):
     """One sequence, one token: token (int scalar) at `position`; cache [L, S, KV, hd] holding positions < position.
 
+    rope: this row's RopeTables (inv_freq [L, R/2], scale [L]) for a sequence of position + 1 tokens.
     Each layer writes its K/V at `position` into the cache (carried through the layer scan, so the
     write is in place) and attends from it. Returns (float32 logits [V] of the next token, cache).
     """
-    inv_freq = jnp.asarray(layer_inverse_frequencies(config))
     windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
     positions = position + jnp.arange(1)
 
     def layer(carry, xs):
         x, cache_k, cache_v = carry
-        lp, freq, window, i = xs
-        q, k, v = attention_inputs(lp, config, x, positions, freq)  # [1, 1, H or KV, hd]: one layer, one position
+        lp, inv_freq, scale, window, i = xs
+        q, k, v = attention_inputs(lp, config, x, positions, (inv_freq, scale))  # [1, 1, H or KV, hd]
         cache_k = jax.lax.dynamic_update_slice(cache_k, k.astype(cache_k.dtype), (i, position, 0, 0))
         cache_v = jax.lax.dynamic_update_slice(cache_v, v.astype(cache_v.dtype), (i, position, 0, 0))
         attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, window, config.attention_scale,
@@ -94,21 +95,24 @@ def _decode_row(params, cache_k, cache_v, token, position, config):
         return (layer_output(lp, config, x, attn[None, None]), cache_k, cache_v), None
 
     x = embed_tokens(params, config, token[None, None])
-    xs = (params["layers"], inv_freq, windows, jnp.arange(config.num_layers))
+    xs = (params["layers"], rope.inv_freq, rope.scale, windows, jnp.arange(config.num_layers))
     (x, cache_k, cache_v), _ = jax.lax.scan(layer, (x, cache_k, cache_v), xs)
     return final_logits(params, config, x[0, 0]), cache_k, cache_v
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1, 2))
-def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, *, config, mesh=None):
+def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, rope, *, config, mesh=None):
     """Feed tokens int [B] at positions int [B] (one per row); write their K/V; sample the next tokens.
+
+    rope: RopeTables per row (inv_freq [B, L, R/2], scale [B, L]), each for that row's position + 1
+    tokens: transformers recomputes a length-dependent rope at every step of a one-prompt generation.
 
     cache_k, cache_v [B, L, S, KV, hd], donated and updated in place (on a mesh: rows over
     data/fsdp, K/V heads over tensor, the sequence whole). Tokens and positions come back replicated.
     Returns (next tokens int32 [B], positions + 1, cache_k, cache_v).
     """
-    logits, cache_k, cache_v = jax.vmap(_decode_row, in_axes=(None, 0, 0, 0, 0, None))(
-        params, cache_k, cache_v, tokens, positions, config)
+    logits, cache_k, cache_v = jax.vmap(_decode_row, in_axes=(None, 0, 0, 0, 0, 0, None))(
+        params, cache_k, cache_v, tokens, positions, rope, config)
     chosen = choose_tokens(logits, keys, positions, temperature, top_p)
     return (constrain(chosen, mesh, "read_rows"), constrain(positions + 1, mesh, "read_rows"),
             constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE))
@@ -239,9 +243,10 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
         padded[0, :prompt.size] = prompt
+        rope = RopeTables(*(host_array(t, mesh) for t in rope_tables(config, prompt.size)))
         for start in range(0, prompt.size - 1, chunk):
             cache_k, cache_v = prefill_row(params, cache_k, cache_v, host_array(padded[:, start:start + chunk], mesh),
-                                           host_array(np.int32(start), mesh), host_array(np.int32(r), mesh),
+                                           host_array(np.int32(start), mesh), host_array(np.int32(r), mesh), rope,
                                            config=config, backend=backend, mesh=mesh)
 
     ids = np.zeros(b, np.int32)
@@ -255,16 +260,23 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
     last = np.zeros(b, np.int32)
     last[:n] = [p[-1] for p in prompts]
 
-    def step(tokens, positions, cache_k, cache_v):
-        return decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, config=config,
-                           mesh=mesh)
+    def device_rope(seq_lens):
+        return RopeTables(*(host_array(t, mesh) for t in row_tables(config, seq_lens)))
+
+    fixed_rope = None if length_dependent(config) else device_rope(lengths)  # the same tables at every step
+
+    def step(tokens, positions, cache_k, cache_v, fed: int):
+        """fed: tokens already decoded before this step; every row's sequence then has length + fed tokens."""
+        rope = fixed_rope if fixed_rope is not None else device_rope(lengths + fed)
+        return decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, rope,
+                           config=config, mesh=mesh)
 
     upcoming, positions, cache_k, cache_v = step(host_array(last, mesh), host_array(lengths - 1, mesh), cache_k,
-                                                 cache_v)
+                                                 cache_v, 0)
     for produced in range(1, max_new_tokens + 1):
         tokens = upcoming
         if produced < max_new_tokens:  # dispatch the next step before waiting for this one's tokens
-            upcoming, positions, cache_k, cache_v = step(tokens, positions, cache_k, cache_v)
+            upcoming, positions, cache_k, cache_v = step(tokens, positions, cache_k, cache_v, produced)
         new = np.asarray(tokens)  # the one device -> host transfer per step
         for row, token in zip(rows, new[:n].tolist()):
             if row.finish_reason is None:

@@ -20,9 +20,10 @@ import numpy as np
 
 from jaxeval.engine.backend import ReadResult
 from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
-from jaxeval.engine.read import check_read_request, prefill_chunk, read, read_head
+from jaxeval.engine.read import check_read_request, host_rope, prefill_chunk, read, read_head
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.rope import rope_key
 from jaxeval.models.sharding import READ_CACHE, host_array, zeros
 
 
@@ -61,13 +62,15 @@ def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefi
                                     f"{config.max_position_embeddings}")
         checked.append(_Request(index, ids, positions, tokens, one, n_inputs))
     overall = chunk_size(length_bucket(max((r.n_inputs for r in checked), default=1)), prefill_chunk_len)
-    groups: dict[bytes, list[_Request]] = {}
+    groups: dict[tuple, list[_Request]] = {}
     singles: list[list[_Request]] = []
     results: list = [None] * len(checked)
     tokens_run, prefixes = 0, 0
     for request in checked:
         if int(request.positions.min()) - 1 >= overall:  # a whole first chunk before the first read
-            groups.setdefault(request.ids[:overall].tobytes(), []).append(request)
+            # a length-dependent rope (dynamic NTK, LongRoPE) shares a prefix only between equal tables
+            key = (request.ids[:overall].tobytes(), rope_key(config, request.ids.size))
+            groups.setdefault(key, []).append(request)
         else:
             singles.append([request])
     run = dict(params=params, config=config, backend=backend, dtype=dtype, mesh=mesh)
@@ -126,6 +129,8 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
     caches: dict[int, tuple] = {}
     tokens_run = 0
 
+    rope = host_rope(config, group[0].ids.size, mesh)  # one rope_key per group: every member's tables
+
     def padded(request: _Request) -> np.ndarray:
         ids = np.zeros((1, bucket), np.int32)
         ids[0, :request.n_inputs] = request.ids[:request.n_inputs]
@@ -155,7 +160,8 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         no_reads = host_array(np.full((count_bucket(1),), -1, np.int32), mesh)
         for at in range(start, depth * chunk, chunk):
             cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, host_array(ids[:, at:at + chunk], mesh),
-                                                     host_array(np.int32(at), mesh), hidden, no_reads, config=config,
+                                                     host_array(np.int32(at), mesh), hidden, no_reads, rope,
+                                                     config=config,
                                                      backend=backend, mesh=mesh)
         caches[node] = (cache_k, cache_v)
         tokens_run += depth * chunk - start
@@ -175,7 +181,8 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         ids, gather_at = padded(request), host_array(gather_at, mesh)
         for at in range(request.start * chunk, request.n_inputs, chunk):
             cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, host_array(ids[:, at:at + chunk], mesh),
-                                                     host_array(np.int32(at), mesh), hidden, gather_at, config=config,
+                                                     host_array(np.int32(at), mesh), hidden, gather_at, rope,
+                                                     config=config,
                                                      backend=backend, mesh=mesh)
         del cache_k, cache_v
         top1, logprobs = read_head(params, hidden, host_array(tokens, mesh), config=config, mesh=mesh)

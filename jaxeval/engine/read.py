@@ -19,23 +19,25 @@ from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import write_chunk
 from jaxeval.models.decoder import embed_tokens, final_logits, run_layers
+from jaxeval.models.rope import RopeTables, rope_tables
 from jaxeval.models.sharding import READ_CACHE, constrain, host_array, zeros
 
 HEAD_ROWS = 64  # rows of the LM head projected at once: [64, vocab] float32 at a time
 
 
 @functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2, 5))
-def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at, *, config, backend, mesh=None):
+def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):
     """Run one chunk through all layers, write its K/V, keep the final states wanted by gather_at.
 
     cache_k, cache_v [L, 1, S, KV, hd]; chunk_ids int [1, C]; start int scalar;
-    hidden [K, D] (accumulated); gather_at int [K]: absolute positions whose output is wanted.
+    hidden [K, D] (accumulated); gather_at int [K]: absolute positions whose output is wanted;
+    rope: RopeTables of the whole sequence (data, so a new sequence length never recompiles).
     On a mesh the outputs keep the rules' shardings (cache: READ_CACHE; hidden: replicated).
     """
     c = chunk_ids.shape[1]
     x = embed_tokens(params, config, chunk_ids)
     x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start, backend,
-                                   mesh)
+                                   mesh, rope=rope)
     # on a mesh each sequence shard of the cache writes its own part of the chunk
     cache_k = write_chunk(cache_k, k_new, start, mesh, READ_CACHE)
     cache_v = write_chunk(cache_v, v_new, start, mesh, READ_CACHE)
@@ -89,10 +91,17 @@ def check_read_request(ids, positions, tokens, vocab_size: int):
     return ids.astype(np.int32), positions.astype(np.int32), tokens.astype(np.int32)
 
 
+def host_rope(config: ModelConfig, seq_len: int, mesh=None) -> RopeTables:
+    """The rope tables of a seq_len-token sequence, on the device(s)."""
+    return RopeTables(*(host_array(t, mesh) for t in rope_tables(config, seq_len)))
+
+
 def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunked", prefill_chunk_len=2048,
          dtype=jnp.float32, mesh=None) -> ReadResult:
     """Teacher-forced read of one sequence: see jaxeval.engine.backend.ReadBackend.read.
 
+    Ropes that depend on the sequence length (dynamic NTK, LongRoPE) take it from len(ids), as
+    transformers' forward over `ids` does, whichever positions are read.
     mesh: a jaxeval mesh (jaxeval.engine.mesh) the params are sharded over, or None (one device).
     """
     one_token_each = np.ndim(tokens) == 1
@@ -117,10 +126,11 @@ def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunke
     cache_k, cache_v = zeros(cache_shape, dtype, mesh, READ_CACHE), zeros(cache_shape, dtype, mesh, READ_CACHE)
     hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
     gather_at = host_array(gather_at, mesh)
+    rope = host_rope(config, ids.size, mesh)
     for start in range(0, n_inputs, chunk):
         cache_k, cache_v, hidden = prefill_chunk(
             params, cache_k, cache_v, host_array(padded_ids[:, start:start + chunk], mesh),
-            host_array(np.int32(start), mesh), hidden, gather_at, config=config, backend=backend, mesh=mesh)
+            host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config, backend=backend, mesh=mesh)
     del cache_k, cache_v
     top1, logprobs = read_head(params, hidden, host_array(padded_tokens, mesh), config=config, mesh=mesh)
     top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]

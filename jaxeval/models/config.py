@@ -17,6 +17,7 @@ from jaxeval.errors import ConfigError
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
 FULL, SLIDING = "full_attention", "sliding_attention"
+PARTIAL_ROTARY_TYPES: tuple[str, ...] = ()  # families whose attention rotates only part of each head
 
 # transformers' Gemma3TextConfig defaults. The hub's multimodal Gemma 3 config.json files (model_type
 # "gemma3": 4B, 12B, 27B) list only the text_config fields that differ from these.
@@ -28,14 +29,25 @@ GEMMA3_TEXT_DEFAULTS = {
 }
 
 
+ROPE_KINDS = ("default", "linear", "llama3", "yarn", "dynamic", "longrope")
+
+
 @dataclasses.dataclass(frozen=True)
 class RopeConfig:
+    """One rope, as transformers' rope_parameters describe it, with every derived value resolved."""
     theta: float
-    kind: str = "default"  # default | linear | llama3
-    factor: float = 1.0
-    low_freq_factor: float = 1.0  # llama3 only
-    high_freq_factor: float = 4.0  # llama3 only
-    original_max_position: int = 8192  # llama3 only
+    kind: str = "default"  # one of ROPE_KINDS
+    factor: float = 1.0  # linear, llama3, yarn, dynamic
+    low_freq_factor: float = 1.0  # llama3
+    high_freq_factor: float = 4.0  # llama3
+    # llama3, yarn, longrope: the pretraining context; dynamic: max_position_embeddings (its threshold)
+    original_max_position: int = 8192
+    beta_fast: float = 32.0  # yarn
+    beta_slow: float = 1.0  # yarn
+    truncate: bool = True  # yarn: round the correction range outward (gpt-oss sets false)
+    attention_factor: float = 1.0  # multiplies cos and sin (yarn's mscale, longrope's scaling)
+    short_factor: tuple[float, ...] = ()  # longrope, one per frequency
+    long_factor: tuple[float, ...] = ()  # longrope, used once the sequence passes original_max_position
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,12 +78,24 @@ class ModelConfig:
     final_logit_softcap: float | None = None
     bos_token_id: int | None = None
     eos_token_ids: tuple[int, ...] = ()
+    rotary_dim: int = 0  # leading dims of each head that rotate (partial_rotary_factor); 0: all of head_dim
+    rope_interleaved: bool = False  # pairs (2i, 2i + 1) rotate together (GLM) instead of (i, i + R/2)
+    no_rope_layers: tuple[int, ...] = ()  # layers without positional rotation (NoPE)
 
     def __post_init__(self):
         if len(self.layer_types) != self.num_layers:
             raise ConfigError(f"layer_types has {len(self.layer_types)} entries for {self.num_layers} layers")
         if self.num_heads % self.num_kv_heads:
             raise ConfigError(f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}")
+        if self.rotary_dim == 0:
+            object.__setattr__(self, "rotary_dim", self.head_dim)
+        if self.rotary_dim % 2 or not 0 < self.rotary_dim <= self.head_dim:
+            raise ConfigError(f"rotary dimension {self.rotary_dim} must be even and within head_dim={self.head_dim}")
+        for rope in (self.rope, self.rope_local):
+            if rope.kind == "longrope" and not len(rope.short_factor) == len(rope.long_factor) == self.rotary_dim // 2:
+                raise ConfigError(f"longrope short_factor/long_factor have {len(rope.short_factor)}/"
+                                  f"{len(rope.long_factor)} entries; the rotary dimension {self.rotary_dim} needs "
+                                  f"{self.rotary_dim // 2}")
 
     @property
     def attention_scale(self) -> float:
@@ -88,8 +112,11 @@ class ModelConfig:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ModelConfig:
         d = dict(d)
-        d["rope"], d["rope_local"] = RopeConfig(**d["rope"]), RopeConfig(**d["rope_local"])
-        d["layer_types"], d["eos_token_ids"] = tuple(d["layer_types"]), tuple(d["eos_token_ids"])
+        d["rope"], d["rope_local"] = (RopeConfig(**{**r, "short_factor": tuple(r.get("short_factor", ())),
+                                                    "long_factor": tuple(r.get("long_factor", ()))})
+                                      for r in (d["rope"], d["rope_local"]))
+        for key in ("layer_types", "eos_token_ids", "no_rope_layers"):
+            d[key] = tuple(d.get(key, ()))
         return cls(**d)
 
 
@@ -151,8 +178,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
     refuse("use_bidirectional_attention", (None, False), "bidirectional attention")
     if model_type not in ("qwen2", "mistral"):  # qwen2 always has q/k/v biases; mistral never has any
         refuse("attention_bias", (None, False), "q/k/v/o projection biases")
-    if raw.get("partial_rotary_factor") not in (None, 1, 1.0):
-        refuse("partial_rotary_factor", (None, 1, 1.0), "rotary embedding on part of each head")
+    rotary_dim = _rotary_dim(raw, model_type, head_dim, where)
 
     act = raw.get("hidden_activation") or raw.get("hidden_act") or "silu"
     acts = {"silu": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_tanh": "gelu_tanh"}
@@ -171,34 +197,61 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
     # transformers' Gemma 3 attention takes no softcap (attn_logit_softcapping is read by Gemma 2 only)
     attn_cap = raw.get("attn_logit_softcapping") if model_type == "gemma2" else None
     final_cap = raw.get("final_logit_softcapping") if gemma else None
-    return ModelConfig(
-        model_type=model_type,
-        vocab_size=vocab_size,
-        hidden_size=hidden,
-        intermediate_size=intermediate,
-        num_layers=num_layers,
-        num_heads=num_heads,
-        num_kv_heads=num_kv_heads,
-        head_dim=head_dim,
-        max_position_embeddings=max_positions,
-        rms_norm_eps=_number(raw.get("rms_norm_eps", 1e-6), where, "rms_norm_eps"),
-        hidden_act=acts[act],
-        tie_word_embeddings=bool(raw.get("tie_word_embeddings", gemma)),
-        layer_types=layer_types,
-        rope=rope,
-        rope_local=rope_local,
-        sliding_window=size("sliding_window", window) if window else None,
-        qkv_bias=model_type == "qwen2",
-        qk_norm=model_type in ("qwen3", "gemma3_text"),
-        sandwich_norm=gemma,
-        norm_plus_one=gemma,
-        embed_scale=math.sqrt(hidden) if gemma else 1.0,
-        query_scale=_number(qpas, where, "query_pre_attn_scalar") ** -0.5 if gemma and qpas else 0.0,
-        attn_logit_softcap=_number(attn_cap, where, "attn_logit_softcapping") if attn_cap else None,
-        final_logit_softcap=_number(final_cap, where, "final_logit_softcapping") if final_cap else None,
-        bos_token_id=raw.get("bos_token_id"),
-        eos_token_ids=eos_ids,
-    )
+    sliding = size("sliding_window", window) if window else None
+    query_scale = _number(qpas, where, "query_pre_attn_scalar") ** -0.5 if gemma and qpas else 0.0
+    attn_cap = _number(attn_cap, where, "attn_logit_softcapping") if attn_cap else None
+    final_cap = _number(final_cap, where, "final_logit_softcapping") if final_cap else None
+    eps = _number(raw.get("rms_norm_eps", 1e-6), where, "rms_norm_eps")
+    try:  # the dataclass's own checks (e.g. longrope factors vs the rotary dim) get the file's name too
+        return ModelConfig(
+            model_type=model_type,
+            vocab_size=vocab_size,
+            hidden_size=hidden,
+            intermediate_size=intermediate,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            num_kv_heads=num_kv_heads,
+            head_dim=head_dim,
+            max_position_embeddings=max_positions,
+            rms_norm_eps=eps,
+            hidden_act=acts[act],
+            tie_word_embeddings=bool(raw.get("tie_word_embeddings", gemma)),
+            layer_types=layer_types,
+            rope=rope,
+            rope_local=rope_local,
+            sliding_window=sliding,
+            qkv_bias=model_type == "qwen2",
+            qk_norm=model_type in ("qwen3", "gemma3_text"),
+            sandwich_norm=gemma,
+            norm_plus_one=gemma,
+            embed_scale=math.sqrt(hidden) if gemma else 1.0,
+            query_scale=query_scale,
+            attn_logit_softcap=attn_cap,
+            final_logit_softcap=final_cap,
+            bos_token_id=raw.get("bos_token_id"),
+            eos_token_ids=eos_ids,
+            rotary_dim=rotary_dim,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def _rotary_dim(raw, model_type, head_dim, where) -> int:
+    """int(head_dim * partial_rotary_factor), as transformers; refused for families that rotate whole heads."""
+    params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
+    field = "partial_rotary_factor" if "partial_rotary_factor" in raw else "rope_parameters.partial_rotary_factor"
+    factor = raw.get("partial_rotary_factor", params.get("partial_rotary_factor"))
+    if factor in (None, 1, 1.0):
+        return head_dim
+    factor = _number(factor, where, field)
+    if model_type not in PARTIAL_ROTARY_TYPES:
+        raise ConfigError(f"{where}: field {field!r}={factor!r} is not supported for model_type={model_type!r} "
+                          "(transformers rotates whole heads in this family)")
+    dim = int(head_dim * factor)
+    if dim < 2 or dim % 2:
+        raise ConfigError(f"{where}: field {field!r}={factor!r} gives a rotary dimension of {dim} "
+                          f"(head_dim={head_dim}); it must be even and at least 2")
+    return dim
 
 
 def _number(value, where: str, field: str) -> float:
@@ -234,7 +287,9 @@ def _layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
     return tuple(types)
 
 
-def _rope_from(params: dict | None, theta_default: float | None, where: str, field: str) -> RopeConfig:
+def _rope_from(params: dict | None, theta_default: float | None, raw: dict, where: str, field: str) -> RopeConfig:
+    """One rope entry (v4 `rope_scaling` or v5 `rope_parameters`) with every derived value resolved as
+    transformers' rope init functions resolve it; anything else is refused naming the field."""
     if params is not None and not isinstance(params, dict):
         raise ConfigError(f"{where}: field {field!r} must be an object, got {params!r}")
     params = dict(params or {})
@@ -243,25 +298,72 @@ def _rope_from(params: dict | None, theta_default: float | None, where: str, fie
         raise ConfigError(f"{where}: field 'rope_theta' is missing")
     theta = _number(theta, where, f"{field}.rope_theta" if "rope_theta" in params else "rope_theta")
     kind = params.get("rope_type", params.get("type", "default"))
-    if params.get("partial_rotary_factor") not in (None, 1, 1.0):
-        raise ConfigError(f"{where}: field {field!r} has partial_rotary_factor={params['partial_rotary_factor']!r}, "
-                          "which jaxeval does not support (rotary embedding on part of each head)")
+    if kind not in ROPE_KINDS:
+        raise ConfigError(f"{where}: field {field!r} has rope_type={kind!r}, which jaxeval does not support "
+                          f"(supported: {', '.join(ROPE_KINDS)})")
+    max_positions = raw.get("max_position_embeddings")
 
-    def get(key):
-        if params.get(key) is None:
+    def number(key, default=None):
+        value = params.get(key, default)
+        if value is None:
             raise ConfigError(f"{where}: field {field!r} (rope_type={kind!r}) is missing {key!r}")
-        return _number(params[key], where, f"{field}.{key}")
+        return _number(value, where, f"{field}.{key}")
+
+    def original() -> int:
+        # transformers gives a top-level original_max_position_embeddings priority (Phi-3 keeps it there)
+        value = raw.get("original_max_position_embeddings") or params.get("original_max_position_embeddings")
+        value = value if value is not None else max_positions
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 1 or value != int(value):
+            raise ConfigError(f"{where}: field {field!r} (rope_type={kind!r}) needs a positive integer "
+                              f"'original_max_position_embeddings', got {value!r}")
+        return int(value)
 
     if kind == "default":
         return RopeConfig(theta=theta)
     if kind == "linear":
-        return RopeConfig(theta=theta, kind="linear", factor=get("factor"))
+        return RopeConfig(theta=theta, kind=kind, factor=number("factor"))
     if kind == "llama3":
-        return RopeConfig(theta=theta, kind="llama3", factor=get("factor"),
-                          low_freq_factor=get("low_freq_factor"), high_freq_factor=get("high_freq_factor"),
-                          original_max_position=int(get("original_max_position_embeddings")))
-    raise ConfigError(f"{where}: field {field!r} has rope_type={kind!r}, which jaxeval does not support "
-                      "(supported: default, linear, llama3)")
+        return RopeConfig(theta=theta, kind=kind, factor=number("factor"), low_freq_factor=number("low_freq_factor"),
+                          high_freq_factor=number("high_freq_factor"),
+                          original_max_position=int(number("original_max_position_embeddings")))
+    if kind == "dynamic":  # transformers scales past max_position_embeddings, not an original context
+        return RopeConfig(theta=theta, kind=kind, factor=number("factor"),
+                          original_max_position=int(_number(max_positions, where, "max_position_embeddings")))
+    orig = original()
+    # DeepSeek-V3 and Phi-3 may leave `factor` out: the ratio of the two contexts stands in
+    factor = number("factor", max_positions / orig if params.get("factor") is None and max_positions else None)
+    if kind == "yarn":
+        attention = params.get("attention_factor")
+        if attention is None:
+            mscale, mscale_all = params.get("mscale"), params.get("mscale_all_dim")
+            if mscale and mscale_all:
+                attention = _yarn_mscale(factor, number("mscale")) / _yarn_mscale(factor, number("mscale_all_dim"))
+            else:
+                attention = _yarn_mscale(factor)
+        truncate = params.get("truncate", True)
+        if not isinstance(truncate, bool):
+            raise ConfigError(f"{where}: field {field!r}.truncate={truncate!r} must be true or false")
+        return RopeConfig(theta=theta, kind=kind, factor=factor, original_max_position=orig,
+                          beta_fast=_number(params.get("beta_fast") or 32, where, f"{field}.beta_fast"),
+                          beta_slow=_number(params.get("beta_slow") or 1, where, f"{field}.beta_slow"),
+                          truncate=truncate, attention_factor=_number(attention, where, f"{field}.attention_factor"))
+    # longrope
+    attention = params.get("attention_factor")
+    if attention is None:
+        attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(orig))
+    factors = {}
+    for key in ("short_factor", "long_factor"):
+        values = params.get(key)
+        if not isinstance(values, list) or not values or any(
+                isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+            raise ConfigError(f"{where}: field {field!r}.{key} must be a non-empty list of numbers, got {values!r}")
+        factors[key] = tuple(float(v) for v in values)
+    return RopeConfig(theta=theta, kind=kind, factor=factor, original_max_position=orig,
+                      attention_factor=_number(attention, where, f"{field}.attention_factor"), **factors)
+
+
+def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
 def _rope(raw, model_type, where) -> tuple[RopeConfig, RopeConfig]:
@@ -272,13 +374,16 @@ def _rope(raw, model_type, where) -> tuple[RopeConfig, RopeConfig]:
         theta = raw.get("rope_theta", 1_000_000.0)
         local_theta = raw.get("rope_local_base_freq", 10_000.0)
         if isinstance(params, dict) and (FULL in params or SLIDING in params):  # v5: one entry per layer type
-            return (_rope_from(params.get(FULL), theta, where, "rope_parameters.full_attention"),
-                    _rope_from(params.get(SLIDING), local_theta, where, "rope_parameters.sliding_attention"))
-        full = _rope_from(raw.get("rope_scaling"), theta, where, "rope_scaling")
+            return (_rope_from(params.get(FULL), theta, raw, where, "rope_parameters.full_attention"),
+                    _rope_from(params.get(SLIDING), local_theta, raw, where, "rope_parameters.sliding_attention"))
+        full = _rope_from(raw.get("rope_scaling"), theta, raw, where, "rope_scaling")
         local = RopeConfig(theta=_number(local_theta, where, "rope_local_base_freq"))
         return full, local
-    if params is not None:
-        rope = _rope_from(params, theta, where, "rope_parameters")
+    scaling = raw.get("rope_scaling")
+    if scaling is not None:  # transformers: rope_scaling, when given, replaces rope_parameters
+        if isinstance(params, dict) and "rope_theta" in params and "rope_theta" not in raw:
+            theta = params["rope_theta"]
+        rope = _rope_from(scaling, theta, raw, where, "rope_scaling")
     else:
-        rope = _rope_from(raw.get("rope_scaling"), theta, where, "rope_scaling")
+        rope = _rope_from(params, theta, raw, where, "rope_parameters")
     return rope, rope

@@ -22,7 +22,7 @@ from flax import nnx
 from jaxeval.models.attention import get_attention
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import mesh_attention, stripe_order
-from jaxeval.models.rope import apply_rope, layer_inverse_frequencies
+from jaxeval.models.rope import RopeTables, apply_rope, rope_tables, rotary_cos_sin
 from jaxeval.models.sharding import constrain
 
 
@@ -96,8 +96,11 @@ def _activation(c: ModelConfig, x):
     return jax.nn.silu(x) if c.hidden_act == "silu" else jax.nn.gelu(x, approximate=True)
 
 
-def attention_inputs(lp, c: ModelConfig, x, positions, inv_freq):
-    """x [B, T, D] -> q [B, T, H, hd], k, v [B, T, KV, hd]: normed, projected, biased, q/k-normed, rotated."""
+def attention_inputs(lp, c: ModelConfig, x, positions, rope):
+    """x [B, T, D] -> q [B, T, H, hd], k, v [B, T, KV, hd]: normed, projected, biased, q/k-normed, rotated.
+
+    positions int [T] (absolute); rope: this layer's (inv_freq float32 [R/2], scale float32 scalar).
+    """
     eps, plus_one = c.rms_norm_eps, c.norm_plus_one
     h = rms_norm(x, lp["attn_norm"], eps, plus_one)
     q = jnp.einsum("btd,dhk->bthk", h, lp["wq"])
@@ -108,7 +111,8 @@ def attention_inputs(lp, c: ModelConfig, x, positions, inv_freq):
     if c.qk_norm:
         q = rms_norm(q, lp["q_norm"], eps, plus_one)
         k = rms_norm(k, lp["k_norm"], eps, plus_one)
-    return apply_rope(q, positions, inv_freq), apply_rope(k, positions, inv_freq), v
+    cos, sin = rotary_cos_sin(positions, *rope)
+    return apply_rope(q, cos, sin, c.rope_interleaved), apply_rope(k, cos, sin, c.rope_interleaved), v
 
 
 def layer_output(lp, c: ModelConfig, x, attn):
@@ -126,9 +130,10 @@ def layer_output(lp, c: ModelConfig, x, attn):
     return x + out
 
 
-def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None, start=0, backend="xla",
+def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, start=0, backend="xla",
                   mesh=None, cache_sharded=True):
-    """One decoder layer. x [B, T, D]; positions int [T] (absolute); window int scalar (0 = none).
+    """One decoder layer. x [B, T, D]; positions int [T] (absolute); rope: see attention_inputs;
+    window int scalar (0 = none).
 
     cache: (k, v) [B, S, KV, hd] holding keys/values of positions < start; this chunk's are written
     at `start` and attention runs over the whole cache. Without a cache, attention is over x alone.
@@ -137,7 +142,7 @@ def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None
     over `context` along the sequence (the read cache) rather than whole (generate's).
     Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd] in natural token order.
     """
-    q, k, v = attention_inputs(lp, c, x, positions, inv_freq)
+    q, k, v = attention_inputs(lp, c, x, positions, rope)
     attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
     if mesh is not None:
         q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
@@ -156,14 +161,18 @@ def layer_forward(lp, c: ModelConfig, x, positions, inv_freq, window, cache=None
 
 
 def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla", mesh=None,
-               cache_sharded=True):
+               cache_sharded=True, rope: RopeTables | None = None):
     """Scan the stacked layers. cache: (k, v) [L, B, S, KV, hd] or None.
 
+    rope: RopeTables (inv_freq [L, R/2], scale [L]) for the sequence being read, computed on the
+    host (jaxeval.models.rope.rope_tables); None: the tables of a sequence of x's length.
     On a mesh with context > 1 the chunk runs in striped token order (see jaxeval.models.context);
     cache_sharded: see layer_forward.
     Returns (x [B, T, D], (k_new, v_new) [L, B, T, KV, hd]), all in natural token order.
     """
-    inv_freq = jnp.asarray(layer_inverse_frequencies(c))
+    if rope is None:
+        rope = rope_tables(c, x.shape[1])
+    rope = RopeTables(*(jnp.asarray(t) for t in rope))
     windows = jnp.asarray(np.array(c.layer_windows, dtype=np.int32))
     inverse = None
     if mesh is not None and mesh.shape["context"] > 1:
@@ -172,10 +181,11 @@ def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backen
     x = constrain(x, mesh, "batch", "sequence", "hidden")
 
     def body(x, xs):
-        lp, freq, window, layer_cache = xs
-        return layer_forward(lp, c, x, positions, freq, window, layer_cache, start, backend, mesh, cache_sharded)
+        lp, inv_freq, scale, window, layer_cache = xs
+        return layer_forward(lp, c, x, positions, (inv_freq, scale), window, layer_cache, start, backend, mesh,
+                             cache_sharded)
 
-    x, new_kv = jax.lax.scan(body, x, (params["layers"], inv_freq, windows, cache))
+    x, new_kv = jax.lax.scan(body, x, (params["layers"], rope.inv_freq, rope.scale, windows, cache))
     if inverse is not None:
         x = x[:, inverse]
     return x, new_kv

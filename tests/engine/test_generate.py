@@ -18,6 +18,7 @@ from jaxeval.errors import InputTooLongError
 from jaxeval.models.attention import decode_attention, xla_attention
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import forward_logits, param_shapes
+from jaxeval.models.rope import row_tables
 
 TOKENIZER_DIR = Path(jaxeval.__file__).parent / "assets" / "tiny_llama"
 
@@ -205,7 +206,7 @@ def test_decode_step_never_copies_the_cache(small):
     cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
     ints = jnp.zeros(rows, jnp.int32)
     compiled = decode_step.lower(params, cache, cache, ints, ints, prompt_keys(np.uint32(0), ints), jnp.float32(0),
-                                 jnp.float32(1), config=config).compile()
+                                 jnp.float32(1), row_tables(config, [1] * rows), config=config).compile()
     analysis = compiled.memory_analysis()
     if analysis is None:
         pytest.skip("this backend reports no memory analysis")

@@ -95,13 +95,13 @@ def test_unknown_model_type(tiny_llama_folder, model_type):
 
 
 @pytest.mark.parametrize("changes, fragments", [
-    ({"rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 1e4}},
-     ["'rope_parameters'", "rope_type='yarn'", "not support"]),
-    ({"rope_parameters": ..., "rope_theta": 1e4, "rope_scaling": {"type": "dynamic", "factor": 2.0}},  # v4 layout
-     ["'rope_scaling'", "rope_type='dynamic'"]),
+    ({"rope_parameters": {"rope_type": "proportional", "factor": 4.0, "rope_theta": 1e4}},
+     ["'rope_parameters'", "rope_type='proportional'", "not support"]),
+    ({"rope_parameters": ..., "rope_theta": 1e4, "rope_scaling": {"type": "su", "factor": 2.0}},  # v4 layout
+     ["'rope_scaling'", "rope_type='su'"]),
     ({"rope_parameters": {"rope_type": "linear", "rope_theta": 1e4}}, ["'rope_parameters'", "missing 'factor'"]),
     ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}},
-     ["partial_rotary_factor=0.5"]),
+     ["partial_rotary_factor'=0.5 is not supported for model_type='llama'"]),
     ({"mlp_bias": True}, ["'mlp_bias'=True", "not supported"]),
     ({"attention_bias": True}, ["'attention_bias'=True", "not supported"]),
     ({"pretraining_tp": 2}, ["'pretraining_tp'=2"]),
