@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 
@@ -174,16 +173,11 @@ def load_tokenizer_from(folder: Path):
 
 
 def fingerprint(folder: Path, dtype: str) -> str:
-    """Hash of config.json, the weight files' names, sizes and header bytes, and the dtype."""
-    h = hashlib.sha256(dtype.encode())
-    h.update((folder / "config.json").read_bytes())
-    weight_files = sorted(list(folder.glob("*.safetensors")) + list((folder / "params").rglob("*")))
-    for f in weight_files:
-        if f.is_file():
-            h.update(f"{f.relative_to(folder)}:{f.stat().st_size}".encode())
-            with open(f, "rb") as fh:
-                h.update(fh.read(1 << 16))
-    return h.hexdigest()[:16]
+    """Hash of the config, the weights' content (sampled), the dtype, the tokenizer and the chat
+    template (jaxeval.fingerprint; the journal names the part that differs)."""
+    from jaxeval.fingerprint import model_fingerprint
+
+    return model_fingerprint(folder, dtype)
 
 
 def convert(src: str | Path, dst: str | Path, dtype: str | None = None) -> Path:

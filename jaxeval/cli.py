@@ -152,6 +152,9 @@ def _run_options(p: argparse.ArgumentParser, modules) -> None:
     p.add_argument("--out", default=None, help="exact results file (overrides --output_path for it)")
     p.add_argument("--log_samples", action="store_true", help="also write one JSONL line per sample")
     p.add_argument("--config", default=None, help="run config YAML: keys mirror these flags; flags win")
+    p.add_argument("--journal", dest="journal_mode", choices=("resume", "recover"), default="resume",
+                   help="resume: reuse the run's journal, refusing a damaged one; recover: keep every intact "
+                        "line of a damaged journal (and say how many were dropped)")
     p.add_argument("--host_split", choices=("auto", "on", "off"), default="auto",
                    help="multi-host: each process computes its share of the samples (auto: unless "
                         "the --mesh spans hosts, when every process must run every sample)")
@@ -234,7 +237,13 @@ def _error(e: JaxevalError) -> int:
     return 2
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, exit_process: bool | None = None) -> int:
+    """Run one command; its exit status. SIGTERM / SIGINT end it with 143 / 130 (jaxeval/interrupt.py).
+    exit_process (default: when argv is None, i.e. as the program): after a signal, end the
+    process with os._exit once the output is flushed, rather than return."""
+    from jaxeval import interrupt
+
+    exit_process = argv is None if exit_process is None else exit_process
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     try:
@@ -244,10 +253,36 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if args.func is not cmd_score and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.func is cmd_serve:  # serves until Ctrl-C: its own handling
+        return _call(args, extra)
+    with interrupt.handle_signals():
+        try:
+            code = _call(args, extra)
+        except interrupt.Terminated as stop:
+            print(interrupt.message(stop.signum), file=sys.stderr)
+            code = stop.exit_code
+        if interrupt.signalled() is not None and code < 128:  # the signal came after the last safe point
+            print(interrupt.message(interrupt.signalled(), " after the command's work was done"), file=sys.stderr)
+            code = 128 + interrupt.signalled()
+    if code >= 128 and exit_process:
+        interrupt.exit_process(code)
+    return code
+
+
+def _call(args, extra: list[str]) -> int:
     try:
         return args.func(args, extra) if args.func is cmd_score else args.func(args)
     except JaxevalError as e:
         return _error(e)
+    except (OSError, UnicodeDecodeError) as e:  # a user's file or folder no reader named: still one line
+        return _error(JaxevalError(_describe_os_error(e)))
+
+
+def _describe_os_error(e: OSError | UnicodeDecodeError) -> str:
+    if isinstance(e, UnicodeDecodeError):
+        return f"a file is not UTF-8 text ({e.reason} at byte {e.start})"
+    where = " -> ".join(str(name) for name in (e.filename, getattr(e, "filename2", None)) if name)
+    return f"{where or 'a file'}: {e.strerror or type(e).__name__}"
 
 
 if __name__ == "__main__":

@@ -1,47 +1,27 @@
 """`jaxeval run` and `jaxeval validate`: tasks on one model, journaled, one results file.
 
-The flow: resolve the run (config hash, run name) -> open its journal (resuming what is done)
--> run each task, its runner journaling every sample -> process 0 writes the results JSON and,
-with --log_samples, the samples JSONL, atomically. SIGTERM (TPU preemption) flushes the journal
-and exits with 143 (SIGINT: 130); rerunning the same command resumes.
+The flow: check every flag and the output path -> take the run's lock (one run per output path;
+leftover temp files of its interrupted writes removed) -> load the model -> open its journal
+(resuming what is done; the run name covers settings and model identity) -> run each task, its
+runner journaling every sample -> process 0 writes the results JSON and, with --log_samples,
+the samples JSONL, atomically. SIGTERM (TPU preemption) or SIGINT at any moment flushes the
+journal and exits with 143 / 130 (jaxeval/interrupt.py); rerunning the same command resumes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
 import time
 
 from jaxeval.errors import ConfigError, JaxevalError
-
-class Terminated(BaseException):
-    """Raised in the main thread by the SIGTERM / SIGINT handler (BaseException: nothing swallows it)."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
+from jaxeval.interrupt import Terminated, checkpoint, message, unwatch_journal, watch_journal
 
 
-@contextlib.contextmanager
-def signals_raise():
-    """SIGTERM (TPU preemption) and SIGINT raise Terminated, never in the middle of a journal write."""
-    from jaxeval.results.journal import raise_between_writes
-
-    def handler(signum, frame):
-        raise_between_writes(Terminated(signum))
-
-    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-
-def check_run(args, names: list[str]) -> None:
-    """Tasks known and numeric settings sane, before anything is loaded."""
+def check_run(args, names: list[str], create_output: bool = True) -> None:
+    """Tasks known, numeric settings sane and the output path writable, before anything is loaded."""
     from jaxeval.benchmarks.registry import run_tasks
+    from jaxeval.inputs import check_output_file, check_output_folder
+    from jaxeval.results.runconfig import output_folder
 
     available = run_tasks()
     unknown = [t for t in names if t not in available]
@@ -52,6 +32,10 @@ def check_run(args, names: list[str]) -> None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             source = f" (from {args.config})" if getattr(args, "config", None) else ""
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
+    if args.out:
+        check_output_file(args.out, create=create_output)
+    check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
+                        create=create_output)
 
 
 def _summarize(task: str, result: dict):
@@ -71,55 +55,102 @@ def split_between_hosts(setting: str, model) -> bool:
     return devices is None or len({d.process_index for d in devices.flat}) <= 1
 
 
-def open_journal(args, model, tasks: list[str], hash_: str, name: str):
+def open_journal(args, model, tasks: list[str], hash_: str, name: str, shard: tuple[int, int]):
+    from jaxeval.fingerprint import identity_parts
     from jaxeval.results.journal import Journal
-    from jaxeval.results.multihost import process_shard
     from jaxeval.results.runconfig import journal_path
 
-    shard = process_shard()  # one journal file per process: nothing ever appends to a shared file
-    identity = {"model_fingerprint": model.fingerprint, "config_hash": hash_, "tasks": tasks,
-                "process": list(shard)}
-    journal = Journal(journal_path(args, name, shard), identity,
+    # one journal file per process: nothing ever appends to a shared file
+    identity = {"model": identity_parts(model), "config_hash": hash_, "tasks": tasks, "process": list(shard)}
+    journal = Journal(journal_path(args, name, shard), identity, recover=args.journal_mode == "recover",
                       shard=shard if split_between_hosts(args.host_split, model) else (0, 1))
+    for note in journal.notes:
+        print(note, file=sys.stderr)
     if journal.resumed:
         print(f"resuming from {journal.path}: {journal.resumed} samples already done", file=sys.stderr)
     return journal
 
 
+def _lock_run(args, stem: str, shard: tuple[int, int]):
+    """The run's lock (RunLockedError when another process has it); the temp files its
+    interrupted writes left behind removed (process 0 writes results and samples, each process
+    its own journal)."""
+    from pathlib import Path
+
+    from jaxeval.results.lock import RunLock, remove_temp_files
+    from jaxeval.results.runconfig import output_folder, shard_suffix
+
+    folder, suffix = output_folder(args), shard_suffix(shard)
+    lock = RunLock(folder, stem + suffix).acquire()
+    patterns = [(folder, f".{stem}*{suffix}.journal.jsonl.*.tmp")]
+    if shard[0] == 0:
+        patterns += [(folder, f".{stem}*.json.*.tmp"), (folder, f".{stem}*.samples_*.jsonl.*.tmp")]
+        if args.out:
+            patterns.append((str(Path(args.out).parent), f".{Path(args.out).name}.*.tmp"))
+    removed = remove_temp_files(patterns)
+    for note in lock.notes + ([f"removed {removed} temp file(s) of interrupted writes"] if removed else []):
+        print(note, file=sys.stderr)
+    return lock
+
+
 def run_suite(args, tasks: list[str], load_model) -> int:
-    from jaxeval.benchmarks.registry import run_tasks
-    from jaxeval.engine.mesh import is_writer
+    from jaxeval.engine.mesh import initialize_distributed
+    from jaxeval.results.multihost import process_shard
     from jaxeval.results.runconfig import config_hash, recorded_config, run_name
-    from jaxeval.results.schema import add_task, empty_results, finish_results
 
     check_run(args, tasks)
     t0 = time.perf_counter()
     config = recorded_config(args, tasks)
     hash_ = config_hash(config)
-    name = run_name(args.model, tasks, hash_)
-    model = load_model(args)
-    journal = open_journal(args, model, tasks, hash_, name)
+    stem = run_name(args.model, tasks, hash_)
+    initialize_distributed()  # multi-host: the process index names this process's lock and journal
+    shard = process_shard()
+    lock = _lock_run(args, stem, shard)
+    journal = None
+    try:
+        checkpoint()
+        model = load_model(args)
+        checkpoint()
+        name = run_name(args.model, tasks, hash_, model.fingerprint)
+        journal = open_journal(args, model, tasks, hash_, name, shard)
+        watch_journal(journal)
+        return _run_tasks(args, tasks, model, journal, config, hash_, name, t0)
+    except Terminated as stop:
+        where = (f"; journal flushed to {journal.path}; rerun the same command to resume" if journal is not None
+                 else " before its first sample")
+        if journal is not None:
+            journal.close()
+        print(message(stop.signum, where), file=sys.stderr)
+        return stop.exit_code
+    finally:
+        if journal is not None:
+            unwatch_journal(journal)
+            journal.close()
+        lock.release()
+
+
+def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float) -> int:
+    from jaxeval.benchmarks.registry import run_tasks
+    from jaxeval.engine.mesh import is_writer
+    from jaxeval.results.schema import add_task, empty_results, finish_results
+
     args.journal = journal
     runners = run_tasks()
     results, samples, task_seconds = empty_results(), {}, {}
     try:
-        with signals_raise():
-            for task in tasks:
-                started = time.perf_counter()
-                result, table = runners[task](model, args)
-                journal.flush()
-                task_seconds[task] = round(time.perf_counter() - started, 3)
-                samples[task] = result.pop("sample_log", None)
-                add_task(results, task, result, _summarize(task, result))
-                print(f"\n{task}\n{table}")
-    except Terminated as stop:
-        journal.close()
-        print(f"jaxeval: terminated ({signal.Signals(stop.signum).name}); journal flushed to {journal.path}; "
-              f"rerun the same command to resume", file=sys.stderr)
-        return 128 + stop.signum  # 143 for SIGTERM, what schedulers expect of a terminated job
+        for task in tasks:
+            checkpoint()
+            started = time.perf_counter()
+            result, table = runners[task](model, args)
+            journal.flush()
+            task_seconds[task] = round(time.perf_counter() - started, 3)
+            samples[task] = result.pop("sample_log", None)
+            add_task(results, task, result, _summarize(task, result))
+            print(f"\n{task}\n{table}")
     finally:
         args.journal = None
-        journal.close()
+    journal.close()
+    checkpoint()
     timing = {"wall_time_s": round(time.perf_counter() - t0, 3), "tasks_s": task_seconds,
               "resumed_records": journal.resumed}
     finish_results(results, config=config, config_hash=hash_, model=model, run_name=name, journal=journal,
@@ -154,7 +185,7 @@ def validate_suite(args, tasks: list[str]) -> int:
     from jaxeval.models.checkpoint import TOKENIZER_FILES
     from jaxeval.models.config import load_hf_config
 
-    check_run(args, tasks)
+    check_run(args, tasks, create_output=False)
     folder = resolve_model_path(args.model)  # a URL is copied to the local cache first
     config = load_hf_config(folder)
     print(f"model {args.model}: config.json valid ({config.model_type})")

@@ -19,42 +19,16 @@ replacing an object is atomic.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import threading
 import time
 
 from jaxeval.errors import DataError, JaxevalError
-from jaxeval.results.storage import is_local, open_fs
+from jaxeval.inputs import writing
+from jaxeval.results.storage import is_local, open_fs, write_text_atomic
 
 JOURNAL_VERSION = 1
-
-
-_writing = {"depth": 0, "deferred": None}  # the journal write in progress, and a signal's exception held back
-
-
-@contextlib.contextmanager
-def _journal_write():
-    """Bookkeeping and file write happen together or not at all as far as a signal handler is
-    concerned: an exception a handler raises through raise_between_writes() waits until the end
-    (masking signals would not do: another thread may take the signal)."""
-    _writing["depth"] += 1
-    try:
-        yield
-    finally:
-        _writing["depth"] -= 1
-    if _writing["depth"] == 0 and _writing["deferred"] is not None:
-        exc, _writing["deferred"] = _writing["deferred"], None
-        raise exc
-
-
-def raise_between_writes(exc: BaseException) -> None:
-    """For signal handlers (jaxeval/suite.py): raise exc now, or right after the journal write
-    in progress, so no record is ever written without being marked written (or twice)."""
-    if _writing["depth"]:
-        _writing["deferred"] = exc
-        return
-    raise exc
 
 
 class JournalMismatchError(JaxevalError):
@@ -70,26 +44,34 @@ def _dumps(obj) -> str:
 class Journal:
     """A per-run journal at `path` (local path or fsspec URL) for the run described by `identity`.
 
-    identity: what makes two runs interchangeable (model fingerprint, config hash, ...); an
-    existing journal with a different identity raises JournalMismatchError naming the field.
-    shard: (process index, process count) of a multi-host run (one journal per process).
+    identity: what makes two runs interchangeable (model identity, config hash, ...); an existing
+    journal with a different identity raises JournalMismatchError naming what differs, unless it
+    holds no sample (then it is replaced: a run that failed before its first sample never blocks
+    the rerun). shard: (process index, process count) of a multi-host run (one journal per
+    process). recover: keep every intact line of a journal damaged in the middle and drop the
+    rest (`--journal recover`) instead of refusing it. notes: what opening it did, for the user.
+    Thread-safe: a watchdog thread may flush it while the main thread computes (jaxeval/interrupt.py).
     """
 
     def __init__(self, path: str, identity: dict, *, flush_every: int = 16, flush_seconds: float = 30.0,
-                 shard: tuple[int, int] = (0, 1)):
+                 shard: tuple[int, int] = (0, 1), recover: bool = False):
         self.path = str(path)
         self.shard = shard  # (process index, count): which samples this process computes (resumable.py)
         self.identity = json.loads(_dumps(identity))
         self.flush_every = flush_every
         self.flush_seconds = flush_seconds
+        self.recover = recover
+        self.notes: list[str] = []
+        self.lock = threading.Lock()
         self._fs, self._fs_path = open_fs(self.path)
         self._local = is_local(self._fs)
         self._records: dict[str, dict] = {}
-        self._lines: list[str] = []  # every line of the file as written (non-local rewrite)
+        self._lines: list[str] = []  # every entry line of the file as written (non-local rewrite)
         self._pending: list[str] = []
         self._last_flush = time.monotonic()
         self.resumed = 0  # records found on disk when opened
-        self._open()
+        with writing(self.path, "journal"):
+            self._open()
 
     # -- the protocol -------------------------------------------------------------------------
     def get(self, key: str) -> dict | None:
@@ -102,7 +84,7 @@ class Journal:
         if key in self._records:
             return
         line = _dumps({"key": key, "record": record})
-        with _journal_write():
+        with self.lock:
             self._records[key] = json.loads(line)["record"]
             self._pending.append(line)
         if len(self._pending) >= self.flush_every or time.monotonic() - self._last_flush >= self.flush_seconds:
@@ -115,13 +97,19 @@ class Journal:
     def __len__(self) -> int:
         return len(self._records)
 
-    def flush(self) -> None:
-        """Write buffered records durably (fsync locally; one atomic object write elsewhere)."""
-        self._last_flush = time.monotonic()
-        if not self._pending:
-            return
-        with _journal_write():
-            self._write_pending()
+    def flush(self, lock_timeout: float = -1) -> bool:
+        """Write buffered records durably (fsync locally; one atomic object write elsewhere).
+        False when the lock was not had within lock_timeout seconds (-1: wait as long as it takes)."""
+        if not self.lock.acquire(timeout=lock_timeout):
+            return False
+        try:
+            self._last_flush = time.monotonic()
+            if self._pending:
+                with writing(self.path, "journal"):
+                    self._write_pending()
+        finally:
+            self.lock.release()
+        return True
 
     def _write_pending(self) -> None:
         if self._local:
@@ -152,50 +140,82 @@ class Journal:
     def _header(self) -> str:
         return _dumps({"jaxeval_journal": JOURNAL_VERSION, "identity": self.identity})
 
+    def _text(self) -> str:
+        return "".join(line + "\n" for line in [self._header(), *self._lines])
+
     def _rewrite(self) -> None:
-        text = "".join(line + "\n" for line in [self._header(), *self._lines])
+        if self._local:  # a whole new file (recovery): atomically, so a kill leaves the old or the new
+            write_text_atomic(self._fs_path, self._text())
+            return
         with self._fs.open(self._fs_path, "wb") as f:
-            f.write(text.encode())
+            f.write(self._text().encode())
+
+    def _create(self) -> None:
+        parent = self._fs._parent(self._fs_path)
+        if parent:
+            self._fs.makedirs(parent, exist_ok=True)
+        if self._local:
+            with open(self._fs_path, "w") as f:
+                f.write(self._header() + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        else:
+            self._rewrite()
 
     def _open(self) -> None:
         if not self._fs.exists(self._fs_path) or self._fs.size(self._fs_path) == 0:
-            parent = self._fs._parent(self._fs_path)
-            if parent:
-                self._fs.makedirs(parent, exist_ok=True)
-            if self._local:
-                with open(self._fs_path, "w") as f:
-                    f.write(self._header() + "\n")
-                    f.flush()
-                    os.fsync(f.fileno())
-            else:
-                self._rewrite()
-            return
+            return self._create()
         with self._fs.open(self._fs_path, "rb") as f:
             data = f.read()
         complete, _, torn = data.rpartition(b"\n")
-        lines = complete.decode("utf-8").split("\n") if complete else []
-        if not lines:  # killed while writing the header: nothing was journaled yet
+        lines = complete.split(b"\n") if complete else []
+        entries, damaged, torn_last = self._parse_entries(lines[1:])
+        if not entries and not damaged:  # header only (or torn): nothing was journaled yet
+            if lines and self._header_identity(lines[0], strict=False) not in (None, self.identity):
+                self.notes.append(f"{self.path}: replaced a journal of another run that held no sample")
             self._fs.rm(self._fs_path)
-            return self._open()
-        self._check_header(lines[0])
-        good_end = len(lines[0]) + 1  # byte offset just past the last good line
-        for number, line in enumerate(lines[1:], start=2):
-            try:
-                entry = json.loads(line)
-                key, record = entry["key"], entry["record"]
-            except (ValueError, KeyError, TypeError):
-                if number == len(lines):  # a torn final line that happens to end in "\n": drop it
-                    torn = b"x"
-                    break
-                raise DataError(f"{self.path}, line {number}: not a journal entry "
-                                f"(expected {{\"key\": ..., \"record\": ...}}); the journal is damaged") from None
+            return self._create()
+        identity = self._header_identity(lines[0])
+        if identity is None and not self.recover:
+            raise DataError(f"{self.path}, line 1: not a jaxeval journal header; rerun with --journal recover to "
+                            f"keep its {len(entries)} intact samples, or move it away")
+        if identity is not None:
+            self._check_identity(identity)
+        if damaged and not self.recover:
+            raise DataError(f"{self.path}, line {damaged[0]}: not a journal entry (expected {{\"key\": ..., "
+                            f"\"record\": ...}}); the journal is damaged: rerun with --journal recover to keep its "
+                            f"{len(entries)} intact samples and drop {len(damaged)} damaged line(s)")
+        for key, record, line in entries:
             if key not in self._records:
                 self._records[key] = record
                 self._lines.append(line)
-            good_end += len(line.encode("utf-8")) + 1
         self.resumed = len(self._records)
-        if torn:
-            self._drop_tail(good_end)
+        if damaged or identity is None:
+            self._rewrite()
+            self.notes.append(f"{self.path}: recovered {self.resumed} samples, dropped {len(damaged)} damaged "
+                              f"line(s){'' if identity is not None else ' and rewrote its damaged header'}")
+        elif torn or torn_last:
+            self._drop_tail(len(complete) - len(lines[-1]) if torn_last else len(complete) + 1)
+
+    def _parse_entries(self, lines: list[bytes]) -> tuple[list[tuple[str, dict, str]], list[int], bool]:
+        """(key, record, line) of every intact entry, the line numbers of the damaged ones, and
+        whether the final line does not parse (a torn write that ends in a newline: dropped, not damage)."""
+        entries, damaged, torn_last = [], [], False
+        for number, raw in enumerate(lines, start=2):
+            try:
+                line = raw.decode("utf-8")
+                entry = json.loads(line)
+                key, record = entry["key"], entry["record"]
+                if not isinstance(key, str) or not key:
+                    raise TypeError
+            except (ValueError, KeyError, TypeError):
+                if number == len(lines) + 1:
+                    torn_last = True
+                else:
+                    damaged.append(number)
+                continue
+            entries.append((key, record, line))
+        return entries, damaged, torn_last
 
     def _drop_tail(self, good_end: int) -> None:
         """Cut an incomplete last line left by a kill, so the next append starts on a fresh line."""
@@ -207,21 +227,37 @@ class Journal:
         else:
             self._rewrite()
 
-    def _check_header(self, line: str) -> None:
+    def _header_identity(self, line: bytes, strict: bool = True) -> dict | None:
+        """The header's identity, None when the line is no header; strict: another journal version
+        is an error (else it reads as no identity)."""
         try:
             header = json.loads(line)
             version, identity = header["jaxeval_journal"], header["identity"]
         except (ValueError, KeyError, TypeError):
-            raise DataError(f"{self.path}, line 1: not a jaxeval journal header") from None
+            return None
+        if version != JOURNAL_VERSION and not strict:
+            return None
         if version != JOURNAL_VERSION:
             raise JournalMismatchError(f"{self.path}: journal version {version}, this jaxeval writes "
                                        f"{JOURNAL_VERSION}; move it away or pass another --output_path")
-        for field in sorted(set(identity) | set(self.identity)):
-            if identity.get(field) != self.identity.get(field):
-                raise JournalMismatchError(
-                    f"{self.path}: journal was written for a different run ({field} is "
-                    f"{identity.get(field)!r} there, {self.identity.get(field)!r} now); it is never reused: "
-                    f"move it away, or pass another --output_path")
+        return identity if isinstance(identity, dict) else None
+
+    def _check_identity(self, identity: dict) -> None:
+        from jaxeval.fingerprint import describe_difference
+
+        differing = [field for field in sorted(set(identity) | set(self.identity))
+                     if identity.get(field) != self.identity.get(field)]
+        if not differing:
+            return
+        parts = []
+        for field in differing:
+            there, now = identity.get(field), self.identity.get(field)
+            if isinstance(there, dict) and isinstance(now, dict):
+                parts.append(f"{field}: {describe_difference(there, now)} differ")
+            else:
+                parts.append(f"{field} is {there!r} there, {now!r} now")
+        raise JournalMismatchError(f"{self.path}: journal was written for a different run ({'; '.join(parts)}); "
+                                   f"it is never reused: move it away, or pass another --output_path")
 
 
 def journaled(journal, key: str, compute) -> dict:

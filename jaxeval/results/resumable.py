@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from jaxeval.errors import DataError
+from jaxeval.interrupt import checkpoint
 from jaxeval.progress import progress
 from jaxeval.results.journal import journaled
 from jaxeval.results.multihost import exchange
@@ -24,7 +25,7 @@ def map_journaled(journal, keys: Sequence[str], compute: Callable[[list[int]], l
     samples (i % count == index, journal.shard = (index, count); (0, 1) without a journal) go
     in fixed batches of batch_size; a batch is computed only when one of its samples is not in
     the journal. Every record is the JSON round-tripped one, so resumed and uninterrupted runs
-    score identical values.
+    score identical values. A signal ends the loop between batches (interrupt.Terminated).
     """
     if len(set(keys)) != len(keys):
         seen = set()
@@ -37,6 +38,7 @@ def map_journaled(journal, keys: Sequence[str], compute: Callable[[list[int]], l
         records = {i: r for i in mine if (r := journal.get(keys[i])) is not None}
     with progress(desc=desc, total=len(mine), unit=unit, initial=len(records)) as bar:
         for batch in _batches(mine, max(1, batch_size)):
+            checkpoint()  # a SIGTERM / SIGINT takes effect between batches (jaxeval/interrupt.py)
             todo = [i for i in batch if i not in records]
             if not todo:
                 continue

@@ -13,8 +13,8 @@ from jaxeval.results.storage import join, read_text
 # Flags that cannot change a single number of the results (docs/results_schema.md); every other
 # flag, including ones benchmarks add later, is hashed into config_hash.
 NOT_HASHED = frozenset({"model", "batch_size", "output_path", "out", "log_samples", "config", "save_scores",
-                        "host_split", "func", "command", "journal", "model_args"})
-NOT_RECORDED = frozenset({"func", "command", "journal"})
+                        "host_split", "func", "command", "journal", "journal_mode", "model_args"})
+NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode"})
 
 
 def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
@@ -106,8 +106,16 @@ def model_name(model_path: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
-def run_name(model_path: str, tasks: list[str], hash_: str) -> str:
-    return f"{model_name(model_path)}-{'+'.join(tasks)}-{hash_[:8]}"
+def run_name(model_path: str, tasks: list[str], hash_: str, fingerprint: str | None = None) -> str:
+    """<model folder name>-<tasks>-<config hash>[-<model fingerprint>]: two models in folders of
+    the same name (a/final, b/final) get runs, journals and results files of their own."""
+    stem = f"{model_name(model_path)}-{'+'.join(tasks)}-{hash_[:8]}"
+    return f"{stem}-{fingerprint[:8]}" if fingerprint else stem
+
+
+def shard_suffix(shard: tuple[int, int]) -> str:
+    index, count = shard
+    return "" if count == 1 else f".p{index}-of-{count}"
 
 
 def output_folder(args: argparse.Namespace) -> str:
@@ -119,9 +127,7 @@ def output_folder(args: argparse.Namespace) -> str:
 
 
 def journal_path(args: argparse.Namespace, name: str, shard: tuple[int, int]) -> str:
-    index, count = shard
-    suffix = "journal.jsonl" if count == 1 else f"p{index}-of-{count}.journal.jsonl"
-    return join(output_folder(args), f"{name}.{suffix}")
+    return join(output_folder(args), f"{name}{shard_suffix(shard)}.journal.jsonl")
 
 
 def results_path(args: argparse.Namespace, name: str) -> str:

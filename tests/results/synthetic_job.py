@@ -14,7 +14,8 @@ import types
 from pathlib import Path
 
 SAMPLES = 48
-SECONDS_PER_SAMPLE = 0.02
+SECONDS_PER_SAMPLE = float(os.environ.get("SYNTHETIC_SECONDS_PER_SAMPLE", 0.02))
+LOAD_SECONDS = float(os.environ.get("SYNTHETIC_LOAD_SECONDS", 0))  # a slow model load (signal tests)
 
 
 def run_task(model, args):
@@ -46,6 +47,7 @@ class FakeModel:
 
     def __init__(self):
         self.stats = {"reads": 0, "tokens": 0}
+        time.sleep(LOAD_SECONDS)
 
 
 def install(setattr_=setattr, model=FakeModel):
@@ -71,7 +73,7 @@ def main(argv):
 
         multihost.CHUNK_BYTES = int(os.environ["SYNTHETIC_CHUNK_BYTES"])
     install()
-    return cli.main(["run", "--model", "synthetic-model", "--tasks", "synthetic", *argv])
+    return cli.main(["run", "--model", "synthetic-model", "--tasks", "synthetic", *argv], exit_process=True)
 
 
 if __name__ == "__main__":

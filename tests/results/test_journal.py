@@ -132,18 +132,64 @@ def test_map_journaled_recomputes_whole_fixed_batches(tmp_path):
         map_journaled(journal, ["k1", "k1"], compute)
 
 
-def test_a_signal_during_a_write_takes_effect_after_it(tmp_path, monkeypatch):
-    from jaxeval.results.journal import raise_between_writes
+def test_a_flush_from_another_thread_waits_for_the_write_in_progress(tmp_path):
+    """The signal watchdog flushes from its thread: never in the middle of the main thread's write."""
+    journal = Journal(str(tmp_path / "j.jsonl"), IDENTITY, flush_every=100)
+    journal.put("k", {"v": 1})
+    with journal.lock:  # the main thread is writing
+        assert journal.flush(lock_timeout=0.05) is False
+    assert journal.flush(lock_timeout=0.05) is True
+    assert [json.loads(line).get("key") for line in (tmp_path / "j.jsonl").read_text().splitlines()] == [None, "k"]
 
+
+def test_a_journal_without_samples_never_blocks_a_rerun(tmp_path):
     path = tmp_path / "j.jsonl"
-    journal = Journal(str(path), IDENTITY, flush_every=1)
-    write = Journal._write_pending
+    Journal(str(path), {**IDENTITY, "model_fingerprint": "other model"}).close()  # failed before its first sample
+    journal = Journal(str(path), IDENTITY)
+    assert len(journal) == 0 and "held no sample" in journal.notes[0]
+    assert json.loads(path.read_text().splitlines()[0])["identity"] == IDENTITY
+    path.write_text('{"jaxeval_journal": 0, "identity": {}}\n')  # another version, empty: replaced too
+    assert len(Journal(str(path), IDENTITY)) == 0
 
-    def interrupted(self):
-        raise_between_writes(RuntimeError("SIGTERM"))  # as the handler does when the signal lands here
-        write(self)
-    monkeypatch.setattr(Journal, "_write_pending", interrupted)
-    with pytest.raises(RuntimeError, match="SIGTERM"):
+
+def _damage(path, line_numbers) -> None:
+    lines = path.read_text().splitlines()
+    for number in line_numbers:
+        lines[number - 1] = lines[number - 1][:17] + "\x00garbage"
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_recover_keeps_every_intact_line_and_counts_the_dropped(tmp_path):
+    path = tmp_path / "j.jsonl"
+    _fill(path, 6)
+    _damage(path, [3, 5])  # items 1 and 3
+    with pytest.raises(DataError, match=r"line 3: .*--journal recover to keep its 4 intact samples and drop 2"):
+        Journal(str(path), IDENTITY)
+    journal = Journal(str(path), IDENTITY, recover=True)
+    assert journal.resumed == 4 and journal.notes == [f"{path}: recovered 4 samples, dropped 2 damaged line(s)"]
+    assert journal.get("t/c/s/item-1/0") is None and journal.get("t/c/s/item-2/0")["i"] == 2
+    journal.put("t/c/s/item-1/0", {"i": 1})
+    journal.close()
+    reopened = Journal(str(path), IDENTITY)  # a clean journal again: no flag needed
+    assert len(reopened) == 5 and reopened.notes == []
+
+
+def test_recover_rebuilds_a_damaged_header(tmp_path):
+    path = tmp_path / "j.jsonl"
+    _fill(path, 3)
+    _damage(path, [1])
+    with pytest.raises(DataError, match="line 1: not a jaxeval journal header"):
+        Journal(str(path), IDENTITY)
+    journal = Journal(str(path), IDENTITY, recover=True)
+    assert journal.resumed == 3 and "rewrote its damaged header" in journal.notes[0]
+    assert len(Journal(str(path), IDENTITY)) == 3
+
+
+def test_a_model_identity_mismatch_names_the_parts_that_differ(tmp_path):
+    path = tmp_path / "j.jsonl"
+    model = {"weights": "w1", "tokenizer": "t1", "chat_template": None, "config": "c", "dtype": "float32"}
+    with Journal(str(path), {"model": model}) as journal:
         journal.put("k", {"v": 1})
-    journal.close()  # what the run does on its way out: k must not be written again
-    assert [json.loads(line).get("key") for line in path.read_text().splitlines()] == [None, "k"]
+    with pytest.raises(JournalMismatchError) as error:
+        Journal(str(path), {"model": {**model, "weights": "w2", "chat_template": "t"}})
+    assert "model: the chat template and the model's weights (checkpoint files' content) differ" in str(error.value)

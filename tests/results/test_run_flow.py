@@ -38,7 +38,7 @@ def test_results_follow_the_schema_and_a_rerun_resumes_everything(tmp_path, synt
     assert "sample_log" not in first["details"]["synthetic"]  # they go to the samples file
     assert first["group_subtasks"] == {"synthetic": ["synthetic/main"]}
     assert first["config"]["batch_size"] == 8 and first["config"]["tasks"] == ["synthetic"]
-    assert first["run_name"] == f"synthetic-model-synthetic-{first['config_hash'][:8]}"
+    assert first["run_name"] == f"synthetic-model-synthetic-{first['config_hash'][:8]}-{'f' * 8}"
     samples = _only(tmp_path, "*.samples_synthetic.jsonl").read_text().splitlines()
     assert len(samples) == 48 and json.loads(samples[0])["task"] == "synthetic"
     assert synthetic("--output_path", str(tmp_path)) == 0  # same command: same run name, all resumed
@@ -57,12 +57,13 @@ def test_other_settings_get_another_run_and_batch_size_does_not(tmp_path, synthe
     assert len(list(tmp_path.glob("*.journal.jsonl"))) == 2
 
 
-def test_journal_of_another_model_is_refused_in_one_line(tmp_path, synthetic, monkeypatch, capsys):
+def test_another_model_in_a_folder_of_the_same_name_gets_a_run_of_its_own(tmp_path, synthetic, monkeypatch):
     assert synthetic("--output_path", str(tmp_path)) == 0
     monkeypatch.setattr(synthetic_job.FakeModel, "fingerprint", "0" * 16)  # same path, new weights
-    assert synthetic("--output_path", str(tmp_path)) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "model_fingerprint" in err and "never reused" in err
+    assert synthetic("--output_path", str(tmp_path)) == 0
+    runs = sorted(json.loads(path.read_text())["model"]["fingerprint"] for path in tmp_path.glob("*.json"))
+    assert runs == ["0" * 16, "f" * 16] and len(list(tmp_path.glob("*.journal.jsonl"))) == 2
+    assert json.loads(_only(tmp_path, "*-00000000.json").read_text())["timing"]["resumed_records"] == 0
 
 
 def test_config_yaml_mirrors_flags_and_flags_win(tmp_path, synthetic):
