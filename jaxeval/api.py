@@ -17,7 +17,7 @@ from jaxeval.engine.read import read as engine_read
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.attention import BACKENDS, check_attention
 from jaxeval.models.checkpoint import TOKENIZER_FILES, is_jaxeval_checkpoint, load_checkpoint_params
-from jaxeval.models.config import ModelConfig, load_hf_config
+from jaxeval.models.config import ModelConfig, check_overrides, load_hf_config
 from jaxeval.models.decoder import Decoder, param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
@@ -37,6 +37,7 @@ class Model:
     attention: str = "chunked"
     prefill_chunk: int = 2048
     mesh: object | None = None  # jax.sharding.Mesh the weights are sharded over (None: one device)
+    config_overrides: dict = dataclasses.field(default_factory=dict)  # config.json fields replaced at load
 
     def __post_init__(self):
         self._params = self.module.params()
@@ -49,7 +50,7 @@ class Model:
     @property
     def max_length(self) -> int:
         """Longest text read(): its last token is only predicted, so it needs no position of its own."""
-        return self.config.max_position_embeddings + 1
+        return self.config.context_limit + 1
 
     def read(self, ids, positions, tokens) -> ReadResult:
         """Teacher-forced read; see jaxeval.engine.backend.ReadBackend.read."""
@@ -94,8 +95,12 @@ def default_dtype() -> str:
 
 
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
-               prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None) -> Model:
+               prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, **config_overrides) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
+
+    config_overrides replace config.json fields, as model cards enable long context, e.g.
+    load_model(path, rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+    max_position_embeddings=131072); the fields allowed are jaxeval.models.config.CONFIG_OVERRIDES.
 
     mesh: None (one device), a spec such as "data=2,tensor=2,context=2" or "auto", or a
     jax.sharding.Mesh with axes ("data", "fsdp", "tensor", "context"); see jaxeval.engine.mesh.
@@ -110,8 +115,9 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     initialize_distributed()
     if dtype == "auto":  # after joining a multi-process run: asking for the platform touches devices
         dtype = default_dtype()
+    config_overrides = check_overrides(config_overrides, "load_model")
     folder = resolve_model_path(path)
-    config = load_hf_config(folder)
+    config = load_hf_config(folder, config_overrides)
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
     targets = None
     if mesh is not None:
@@ -128,7 +134,8 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     module = build_module(config, params, dtype)
     tokenizer = load_tokenizer_from(folder) if load_tokenizer else None
     return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
-                 fingerprint=fingerprint(folder, dtype), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh)
+                 fingerprint=fingerprint(folder, dtype), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
+                 config_overrides=config_overrides)
 
 
 def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:

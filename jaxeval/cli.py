@@ -37,7 +37,7 @@ def _load(args):
 
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.mesh)
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
-                      mesh=getattr(args, "mesh", None))
+                      mesh=getattr(args, "mesh", None), **getattr(args, "config_overrides", {}))
 
 
 def _write(result: dict, model, args, t0: float) -> None:
@@ -142,7 +142,8 @@ def _run_options(p: argparse.ArgumentParser, modules) -> None:
     """The flags of `jaxeval run` (lm-eval's names) and every benchmark's own."""
     _model_options(p, str(EMBEDDED_MODEL))
     p.add_argument("--model_args", default=None, help="k=v,... for the model flags (dtype, attention, "
-                   "prefill_chunk, pretrained=PATH); they override the flags")
+                   "prefill_chunk, pretrained=PATH), which they override, and config.json fields to replace "
+                   "(rope_scaling={...JSON...}, max_position_embeddings=N, ...: recorded and hashed into the run)")
     p.add_argument("--tasks", default="agent_bench", help="comma-separated (`jaxeval ls`)")
     p.add_argument("--limit", type=int, default=None, help="first N items per config and length")
     p.add_argument("--batch_size", type=int, default=8, help="prompts generated together")

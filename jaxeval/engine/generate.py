@@ -145,11 +145,10 @@ def check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, se
         if out.size:
             raise ValueError(f"generate: prompt {i} holds token id {int(out[0])} outside the vocabulary "
                              f"[0, {config.vocab_size})")
-        if a.size + max_new_tokens > config.max_position_embeddings:
+        if a.size + max_new_tokens > config.context_limit:
             raise InputTooLongError(
                 f"generate: prompt {i} has {a.size} tokens; with max_new_tokens={max_new_tokens} that is "
-                f"{a.size + max_new_tokens}, beyond the model's max_position_embeddings="
-                f"{config.max_position_embeddings}")
+                f"{a.size + max_new_tokens}, beyond the model's context ({config.context_source})")
         arrays.append(a.astype(np.int32))
     return arrays, stop
 

@@ -57,9 +57,9 @@ def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefi
         one = np.ndim(tokens) == 1
         ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)
         n_inputs = int(positions.max())
-        if n_inputs > config.max_position_embeddings:
-            raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's max_position_embeddings="
-                                    f"{config.max_position_embeddings}")
+        if n_inputs > config.context_limit:
+            raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's context "
+                                    f"({config.context_source})")
         checked.append(_Request(index, ids, positions, tokens, one, n_inputs))
     overall = chunk_size(length_bucket(max((r.n_inputs for r in checked), default=1)), prefill_chunk_len)
     groups: dict[tuple, list[_Request]] = {}

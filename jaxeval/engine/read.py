@@ -107,9 +107,9 @@ def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunke
     one_token_each = np.ndim(tokens) == 1
     ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)
     n_inputs = int(positions.max())  # the last input needed is ids[max(p) - 1]
-    if n_inputs > config.max_position_embeddings:
-        raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's max_position_embeddings="
-                                f"{config.max_position_embeddings}")
+    if n_inputs > config.context_limit:
+        raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's context "
+                                f"({config.context_source})")
     bucket = length_bucket(n_inputs)
     chunk = chunk_size(bucket, prefill_chunk_len)
     k = positions.size

@@ -72,7 +72,7 @@ class LocalJudge:
         if isinstance(prompts, str):
             raise TypeError("LocalJudge.complete takes a list of prompts, not one string")
         replies: list[JudgeReply | None] = [None] * len(prompts)
-        limit = self.model.config.max_position_embeddings
+        limit = self.model.config.context_limit
         runnable: list[tuple[int, list[int]]] = []
         for i, prompt in enumerate(prompts):
             self.counter.record_call()

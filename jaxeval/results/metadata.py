@@ -37,7 +37,8 @@ def model_info(model) -> dict:
     return {"path": str(model.path), "model_type": model.config.model_type, "dtype": model.dtype,
             "fingerprint": model.fingerprint, "attention": model.attention,
             "mesh": None if mesh is None else {str(k): int(v) for k, v in mesh.shape.items()},
-            "prefill_chunk": getattr(model, "prefill_chunk", None)}
+            "prefill_chunk": getattr(model, "prefill_chunk", None),
+            "config_overrides": getattr(model, "config_overrides", {})}
 
 
 def device_info() -> dict:

@@ -8,7 +8,9 @@ import hashlib
 import json
 
 from jaxeval.errors import ConfigError
-from jaxeval.results.storage import join, read_text
+from jaxeval.models.config import CONFIG_OVERRIDES
+from jaxeval.inputs import read_text
+from jaxeval.results.storage import join
 
 # Flags that cannot change a single number of the results (docs/results_schema.md); every other
 # flag, including ones benchmarks add later, is hashed into config_hash.
@@ -23,10 +25,9 @@ def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
     a model_args mapping becomes k=v,..."""
     import yaml
 
+    text = read_text(path, ConfigError)
     try:
-        data = yaml.safe_load(read_text(path))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: run config not found") from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML ({e})") from None
     if data is None:
@@ -46,8 +47,8 @@ def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
 def _flag_value(path: str, key, value, action: argparse.Action):
     if isinstance(value, (list, tuple)):
         value = ",".join(str(v) for v in value)
-    elif isinstance(value, dict) and action.dest == "model_args":
-        value = ",".join(f"{k}={v}" for k, v in value.items())
+    elif isinstance(value, dict) and action.dest == "model_args":  # nested values (rope_scaling) as JSON
+        value = ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in value.items())
     if isinstance(value, str) and action.type is not None:
         try:
             value = action.type(value)
@@ -59,16 +60,42 @@ def _flag_value(path: str, key, value, action: argparse.Action):
     return value
 
 
-def parse_model_args(text: str | None) -> dict[str, str]:
-    """'k=v,k2=v2' -> {k: v, k2: v2} (lm-eval's --model_args)."""
+def _top_level_parts(text: str) -> list[str]:
+    """Split at commas outside {...}, [...] and quotes: 'a=1,b={"x":1,"y":2}' -> ['a=1', 'b={"x":1,"y":2}']."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def parse_model_args(text: str | None) -> dict:
+    """'k=v,k2=v2' -> {k: v, k2: v2} (lm-eval's --model_args). A value written as JSON
+    (rope_scaling={"rope_type":"yarn",...}) is parsed as JSON; other values stay strings."""
     pairs = {}
-    for part in (text or "").split(","):
+    for part in _top_level_parts(text or ""):
         if not part.strip():
             continue
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"--model_args: '{part}' is not key=value")
-        pairs[key.strip()] = value.strip()
+        value = value.strip()
+        if value[:1] in ("{", "["):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"--model_args: {key.strip()}={value} is not valid JSON ({e})") from None
+        pairs[key.strip()] = value
     return pairs
 
 
@@ -76,16 +103,32 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
     actions = {a.dest: a for a in parser._actions}
     model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh"} & set(actions)
+    args.config_overrides = {}  # config.json fields (CONFIG_OVERRIDES): hashed into the run and recorded
     for key, value in parse_model_args(args.model_args).items():
         dest = "model" if key == "pretrained" else key
+        if dest in CONFIG_OVERRIDES:
+            args.config_overrides[dest] = _override_value(key, value)
+            continue
         if dest not in model_flags:
             raise ConfigError(f"--model_args: unknown key '{key}'; known: "
-                              f"{', '.join(sorted(model_flags - {'model'}) + ['pretrained'])}")
+                              f"{', '.join(sorted(model_flags - {'model'}) + ['pretrained'])}, and the config.json "
+                              f"fields {', '.join(CONFIG_OVERRIDES)}")
         action = actions[dest]
         converted = action.type(value) if action.type else value
         if action.choices is not None and converted not in action.choices:
             raise ConfigError(f"--model_args: {key}={value} is not one of {', '.join(map(str, action.choices))}")
         setattr(args, dest, converted)
+
+
+def _override_value(key: str, value):
+    """A config.json override from --model_args: JSON already parsed; numbers and null from their text."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise ConfigError(f"--model_args: {key}={value} is not a JSON value (a number, true/false, null or "
+                          "an object such as {\"rope_type\": \"yarn\", ...})") from None
 
 
 def recorded_config(args: argparse.Namespace, tasks: list[str]) -> dict:

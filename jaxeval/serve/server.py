@@ -61,7 +61,7 @@ class ChatService:
             except (JaxevalError, ValueError, TypeError) as e:  # e.g. a template that rejects this role order
                 raise RequestError(f"messages could not be rendered with the chat template: {e}",
                                    param="messages") from None
-            limit = self.model.config.max_position_embeddings
+            limit = self.model.config.context_limit
             if len(ids) + request.max_tokens > limit:
                 raise RequestError(f"the prompt has {len(ids)} tokens; with max_tokens={request.max_tokens} that "
                                    f"is {len(ids) + request.max_tokens}, beyond the model's {limit} positions",
