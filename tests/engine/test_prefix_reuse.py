@@ -41,3 +41,21 @@ def test_shared_prefix_reads_equal_separate_reads():
     assert shared.prefixes == 2
     assert shared.tokens_run == naive - 2 * 192 - 128
 
+
+
+def test_length_dependent_rope_shares_prefixes_only_between_equal_tables():
+    """Dynamic NTK's frequencies depend on each sequence's length: a prefix computed for one length is not
+    reused for a length with other tables (past max_position_embeddings), and every result still equals its
+    separate read; two lengths below the threshold have the same tables and do share."""
+    config, params = tiny(max_position_embeddings=400, rope_scaling={"rope_type": "dynamic", "factor": 4.0})
+    rng = np.random.RandomState(5)
+    base = rng.randint(0, config.vocab_size, size=700)
+    requests = [(base[:n], np.array([n - 20, n - 1]), base[[n - 20, n - 1]]) for n in (300, 350, 500, 650)]
+    shared = read_many(params, config, requests, prefill_chunk_len=CHUNK)
+    for (ids, positions, tokens), result in zip(requests, shared.results):
+        alone = read(params, config, ids, positions, tokens, prefill_chunk_len=CHUNK)
+        np.testing.assert_array_equal(result.logprobs, alone.logprobs)
+    assert shared.prefixes == 1  # 300 and 350 (both below 400: the original frequencies); 500, 650 alone
+    far = read(params, config, base[:650], np.array([280]), base[[280]], prefill_chunk_len=CHUNK).logprobs
+    near = read(params, config, base[:300], np.array([280]), base[[280]], prefill_chunk_len=CHUNK).logprobs
+    assert abs(float(far[0] - near[0])) > 1e-4  # the same position reads differently in a longer sequence
