@@ -14,19 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from jaxeval.errors import ConfigError
-
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text")
-FULL, SLIDING = "full_attention", "sliding_attention"
-PARTIAL_ROTARY_TYPES: tuple[str, ...] = ()  # families whose attention rotates only part of each head
-
-# transformers' Gemma3TextConfig defaults. The hub's multimodal Gemma 3 config.json files (model_type
-# "gemma3": 4B, 12B, 27B) list only the text_config fields that differ from these.
-GEMMA3_TEXT_DEFAULTS = {
-    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
-    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
-    "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 256, "sliding_window": 4096,
-    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True, "bos_token_id": 2, "eos_token_id": 1,
-}
+from jaxeval.models import families
+from jaxeval.models.families import (FULL, GEMMA3_TEXT_DEFAULTS, PARTIAL_ROTARY_TYPES,  # noqa: F401 (re-exported)
+                                     PER_LAYER_TYPE_ROPE, SLIDING, SUPPORTED_MODEL_TYPES)
+from jaxeval.models.families import number as _number
 
 
 ROPE_KINDS = ("default", "linear", "llama3", "yarn", "dynamic", "longrope")
@@ -70,10 +61,15 @@ class ModelConfig:
     sliding_window: int | None = None
     qkv_bias: bool = False
     qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over head_dim on q and k
-    sandwich_norm: bool = False  # Gemma 2/3: post-attention and pre/post-feed-forward norms
+    qk_norm_over_heads: bool = False  # OLMo 2/3: the q/k RMSNorm spans all heads' concatenated dims
+    pre_norm: bool = True  # RMSNorm before attention and MLP (OLMo 2/3: none, post norms only)
+    sandwich_norm: bool = False  # Gemma 2/3, GLM-4, OLMo 2/3: RMSNorm on the attention and MLP outputs too
     norm_plus_one: bool = False  # Gemma: RMSNorm scales by (1 + w)
-    embed_scale: float = 1.0  # Gemma: sqrt(hidden_size)
-    query_scale: float = 0.0  # multiplies q.k; 0 means head_dim ** -0.5
+    norm_scale_float32: bool = False  # OLMo 2/3: RMSNorm multiplies by w before the cast back (Llama after)
+    embed_scale: float = 1.0  # Gemma: sqrt(hidden_size); Granite: embedding_multiplier
+    query_scale: float = 0.0  # multiplies q.k; 0 means head_dim ** -0.5 (Granite: attention_multiplier)
+    residual_scale: float = 1.0  # Granite: residual_multiplier on each attention and MLP output
+    logits_scaling: float = 1.0  # Granite: logits are divided by it
     attn_logit_softcap: float | None = None
     final_logit_softcap: float | None = None
     bos_token_id: int | None = None
@@ -89,6 +85,8 @@ class ModelConfig:
             raise ConfigError(f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}")
         if self.rotary_dim == 0:
             object.__setattr__(self, "rotary_dim", self.head_dim)
+        if self.qk_norm_over_heads and not self.qk_norm:
+            raise ConfigError("qk_norm_over_heads needs qk_norm")
         if self.rotary_dim % 2 or not 0 < self.rotary_dim <= self.head_dim:
             raise ConfigError(f"rotary dimension {self.rotary_dim} must be even and within head_dim={self.head_dim}")
         for rope in (self.rope, self.rope_local):
@@ -146,6 +144,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigError(f"{where}: model_type={model_type!r} is not supported "
                           f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
+    raw = families.with_class_defaults(raw, model_type)
 
     def need(key):
         if key not in raw or raw[key] is None:
@@ -173,11 +172,11 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
         raise ConfigError(f"{where}: field 'num_attention_heads'={num_heads} is not a multiple of "
                           f"'num_key_value_heads'={num_kv_heads}")
     gemma = model_type.startswith("gemma")
-    refuse("pretraining_tp", (None, 1), "tensor-parallel pretraining slices")
+    if model_type not in families.IGNORES_PRETRAINING_TP:
+        refuse("pretraining_tp", (None, 1), "tensor-parallel pretraining slices")
     refuse("mlp_bias", (None, False), "biases on MLP projections")
     refuse("use_bidirectional_attention", (None, False), "bidirectional attention")
-    if model_type not in ("qwen2", "mistral"):  # qwen2 always has q/k/v biases; mistral never has any
-        refuse("attention_bias", (None, False), "q/k/v/o projection biases")
+    bias = families.bias_fields(raw, model_type, where)
     rotary_dim = _rotary_dim(raw, model_type, head_dim, where)
 
     act = raw.get("hidden_activation") or raw.get("hidden_act") or "silu"
@@ -185,7 +184,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
     if act not in acts:
         raise ConfigError(f"{where}: field 'hidden_act'={act!r} is not supported ({', '.join(acts)})")
 
-    layer_types = _layer_types(raw, model_type, num_layers, where)
+    layer_types = families.layer_types(raw, model_type, num_layers, where)
     rope, rope_local = _rope(raw, model_type, where)
     window = raw.get("sliding_window") if SLIDING in layer_types else None
     if SLIDING in layer_types and not window:
@@ -193,14 +192,9 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
 
     eos = raw.get("eos_token_id")
     eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (int(eos),))
-    qpas = raw.get("query_pre_attn_scalar")
-    # transformers' Gemma 3 attention takes no softcap (attn_logit_softcapping is read by Gemma 2 only)
-    attn_cap = raw.get("attn_logit_softcapping") if model_type == "gemma2" else None
-    final_cap = raw.get("final_logit_softcapping") if gemma else None
     sliding = size("sliding_window", window) if window else None
-    query_scale = _number(qpas, where, "query_pre_attn_scalar") ** -0.5 if gemma and qpas else 0.0
-    attn_cap = _number(attn_cap, where, "attn_logit_softcapping") if attn_cap else None
-    final_cap = _number(final_cap, where, "final_logit_softcapping") if final_cap else None
+    layer_fields = families.family_fields(raw, model_type, hidden, where)
+    nope = families.no_rope_layers(raw, model_type, num_layers, where)
     eps = _number(raw.get("rms_norm_eps", 1e-6), where, "rms_norm_eps")
     try:  # the dataclass's own checks (e.g. longrope factors vs the rotary dim) get the file's name too
         return ModelConfig(
@@ -220,17 +214,12 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
             rope=rope,
             rope_local=rope_local,
             sliding_window=sliding,
-            qkv_bias=model_type == "qwen2",
-            qk_norm=model_type in ("qwen3", "gemma3_text"),
-            sandwich_norm=gemma,
-            norm_plus_one=gemma,
-            embed_scale=math.sqrt(hidden) if gemma else 1.0,
-            query_scale=query_scale,
-            attn_logit_softcap=attn_cap,
-            final_logit_softcap=final_cap,
             bos_token_id=raw.get("bos_token_id"),
             eos_token_ids=eos_ids,
             rotary_dim=rotary_dim,
+            no_rope_layers=nope,
+            **bias,
+            **layer_fields,
         )
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
@@ -238,9 +227,13 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
 
 def _rotary_dim(raw, model_type, head_dim, where) -> int:
     """int(head_dim * partial_rotary_factor), as transformers; refused for families that rotate whole heads."""
-    params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
-    field = "partial_rotary_factor" if "partial_rotary_factor" in raw else "rope_parameters.partial_rotary_factor"
-    factor = raw.get("partial_rotary_factor", params.get("partial_rotary_factor"))
+    key = "rope_scaling" if raw.get("rope_scaling") is not None else "rope_parameters"
+    params = raw.get(key) if isinstance(raw.get(key), dict) else {}
+    if isinstance(params.get(FULL), dict):  # per layer type: every entry has the same rotary dim
+        params = params[FULL]
+    # transformers: the rope dict's own value first, then the top-level field
+    field = f"{key}.partial_rotary_factor" if "partial_rotary_factor" in params else "partial_rotary_factor"
+    factor = params.get("partial_rotary_factor", raw.get("partial_rotary_factor"))
     if factor in (None, 1, 1.0):
         return head_dim
     factor = _number(factor, where, field)
@@ -252,39 +245,6 @@ def _rotary_dim(raw, model_type, head_dim, where) -> int:
         raise ConfigError(f"{where}: field {field!r}={factor!r} gives a rotary dimension of {dim} "
                           f"(head_dim={head_dim}); it must be even and at least 2")
     return dim
-
-
-def _number(value, where: str, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{where}: field {field!r}={value!r} must be a number")
-    return float(value)
-
-
-def _layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
-    types = raw.get("layer_types")
-    if model_type == "mistral":  # transformers' Mistral ignores layer_types: every layer uses sliding_window
-        types = [SLIDING if raw.get("sliding_window") else FULL] * num_layers
-    if types is None:
-        if model_type == "gemma2":
-            types = [SLIDING if (i + 1) % 2 else FULL for i in range(num_layers)]
-        elif model_type == "gemma3_text":
-            pattern = raw.get("sliding_window_pattern", 6)
-            if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
-                raise ConfigError(f"{where}: field 'sliding_window_pattern'={pattern!r} must be a positive integer")
-            types = [SLIDING if (i + 1) % pattern else FULL for i in range(num_layers)]
-        elif model_type in ("qwen2", "qwen3") and raw.get("use_sliding_window"):
-            start = int(raw.get("max_window_layers", num_layers))
-            types = [SLIDING if i >= start else FULL for i in range(num_layers)]
-        else:
-            types = [FULL] * num_layers
-    if not isinstance(types, (list, tuple)):
-        raise ConfigError(f"{where}: field 'layer_types' must be a list, got {types!r}")
-    bad = [t for t in types if t not in (FULL, SLIDING)]
-    if bad:
-        raise ConfigError(f"{where}: field 'layer_types' has unsupported entry {bad[0]!r}")
-    if len(types) != num_layers:
-        raise ConfigError(f"{where}: field 'layer_types' has {len(types)} entries, num_hidden_layers={num_layers}")
-    return tuple(types)
 
 
 def _rope_from(params: dict | None, theta_default: float | None, raw: dict, where: str, field: str) -> RopeConfig:
@@ -369,15 +329,21 @@ def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
 def _rope(raw, model_type, where) -> tuple[RopeConfig, RopeConfig]:
     params = raw.get("rope_parameters")
     theta = raw.get("rope_theta", 10000.0)
-    if model_type == "gemma3_text":
-        # transformers' Gemma 3 defaults: global theta 1e6, local 1e4 (rope_theta / rope_local_base_freq in v4)
-        theta = raw.get("rope_theta", 1_000_000.0)
-        local_theta = raw.get("rope_local_base_freq", 10_000.0)
+    if model_type in PER_LAYER_TYPE_ROPE:
+        # v4: rope_scaling applies to the full-attention layers only. Gemma 3's local layers have their own
+        # base (rope_local_base_freq, default 1e4; global default 1e6). Olmo3Config gives its sliding layers
+        # the class default theta even when a v4 file sets rope_theta (its rope_theta is read once, for the
+        # full layers), so a v4 Olmo 3 file's sliding layers rotate with 5e5 whatever rope_theta says.
+        if model_type == "gemma3_text":
+            theta = raw.get("rope_theta", 1_000_000.0)
+            local_theta, local_field = raw.get("rope_local_base_freq", 10_000.0), "rope_local_base_freq"
+        else:
+            local_theta, local_field = families.CLASS_DEFAULTS["olmo3"]["rope_theta"], "rope_theta"
         if isinstance(params, dict) and (FULL in params or SLIDING in params):  # v5: one entry per layer type
             return (_rope_from(params.get(FULL), theta, raw, where, "rope_parameters.full_attention"),
                     _rope_from(params.get(SLIDING), local_theta, raw, where, "rope_parameters.sliding_attention"))
         full = _rope_from(raw.get("rope_scaling"), theta, raw, where, "rope_scaling")
-        local = RopeConfig(theta=_number(local_theta, where, "rope_local_base_freq"))
+        local = RopeConfig(theta=_number(local_theta, where, local_field))
         return full, local
     scaling = raw.get("rope_scaling")
     if scaling is not None:  # transformers: rope_scaling, when given, replaces rope_parameters

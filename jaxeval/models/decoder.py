@@ -6,10 +6,11 @@ compile cost does not grow with depth (one scanned layer body).
 
 Parameter shapes (L layers, D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab):
   embed [V, D]; lm_head [D, V] unless tied; final_norm [D]
-  layers/: attn_norm, mlp_norm [L, D]; wq [L, D, H, hd]; wk, wv [L, D, KV, hd];
-           wo [L, H, hd, D]; w_gate, w_up [L, D, F]; w_down [L, F, D]
-           optional: bq [L, H, hd], bk, bv [L, KV, hd]; q_norm, k_norm [L, hd];
-           post_attn_norm, post_mlp_norm [L, D] (Gemma sandwich norms)
+  layers/: wq [L, D, H, hd]; wk, wv [L, D, KV, hd]; wo [L, H, hd, D]; w_gate, w_up [L, D, F]; w_down [L, F, D]
+           attn_norm, mlp_norm [L, D] (pre norms; not in OLMo 2/3)
+           optional: bq [L, H, hd], bk, bv [L, KV, hd]; q_norm, k_norm [L, hd] (per head) or
+           q_norm_heads [L, H, hd], k_norm_heads [L, KV, hd] (over all heads, OLMo 2/3);
+           post_attn_norm, post_mlp_norm [L, D] (on the attention / MLP outputs: Gemma, GLM-4, OLMo 2/3)
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ def param_shapes(c: ModelConfig) -> dict:
     """Nested dict of shapes; the single source of truth for the parameter layout."""
     L, D, H, KV, hd, F, V = (c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
                              c.intermediate_size, c.vocab_size)
-    layers = {"attn_norm": (L, D), "mlp_norm": (L, D), "wq": (L, D, H, hd), "wk": (L, D, KV, hd),
-              "wv": (L, D, KV, hd), "wo": (L, H, hd, D), "w_gate": (L, D, F), "w_up": (L, D, F),
-              "w_down": (L, F, D)}
+    layers = {"wq": (L, D, H, hd), "wk": (L, D, KV, hd), "wv": (L, D, KV, hd), "wo": (L, H, hd, D),
+              "w_gate": (L, D, F), "w_up": (L, D, F), "w_down": (L, F, D)}
+    if c.pre_norm:
+        layers |= {"attn_norm": (L, D), "mlp_norm": (L, D)}
     if c.qkv_bias:
         layers |= {"bq": (L, H, hd), "bk": (L, KV, hd), "bv": (L, KV, hd)}
-    if c.qk_norm:
+    if c.qk_norm and c.qk_norm_over_heads:
+        layers |= {"q_norm_heads": (L, H, hd), "k_norm_heads": (L, KV, hd)}
+    elif c.qk_norm:
         layers |= {"q_norm": (L, hd), "k_norm": (L, hd)}
     if c.sandwich_norm:
         layers |= {"post_attn_norm": (L, D), "post_mlp_norm": (L, D)}
@@ -76,19 +80,33 @@ class Decoder(nnx.Module):
         return forward_logits(self.params(), self.config, ids, backend)
 
 
-def rms_norm(x, w, eps, plus_one):
-    """RMSNorm in float32 as HF does: Llama casts back before scaling, Gemma scales in float32."""
+def rms_norm(x, w, eps, plus_one, scale_float32=False, axis=-1):
+    """RMSNorm in float32 as HF does: Llama casts back before scaling, Gemma and OLMo 2 scale in float32.
+
+    axis: the dims normalised together, -1 or (-2, -1) (OLMo 2's q/k norm over all heads, w [heads, hd]).
+    """
     xf = x.astype(jnp.float32)
-    normed = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=-1, keepdims=True) + eps)
+    normed = xf * jax.lax.rsqrt(jnp.mean(xf * xf, axis=axis, keepdims=True) + eps)
     if plus_one:
         return (normed * (1.0 + w.astype(jnp.float32))).astype(x.dtype)
+    if scale_float32:
+        return (w.astype(jnp.float32) * normed).astype(x.dtype)
     return w * normed.astype(x.dtype)
+
+
+def _norm(c: ModelConfig, x, w, axis=-1):
+    return rms_norm(x, w, c.rms_norm_eps, c.norm_plus_one, c.norm_scale_float32, axis)
+
+
+def _scaled(x, scale: float):
+    """x * a Python-float multiplier as torch computes it: in float32, rounded once to x's dtype."""
+    return x if scale == 1.0 else (x.astype(jnp.float32) * jnp.float32(scale)).astype(x.dtype)
 
 
 def embed_tokens(params, c: ModelConfig, ids):
     x = params["embed"][ids]
-    if c.embed_scale != 1.0:
-        x = x * jnp.asarray(c.embed_scale, dtype=x.dtype)  # HF casts the scale to the model dtype
+    if c.embed_scale != 1.0:  # Gemma casts the scale to the model dtype (Granite's multipliers are exact there)
+        x = x * jnp.asarray(c.embed_scale, dtype=x.dtype)
     return x
 
 
@@ -101,33 +119,34 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
 
     positions int [T] (absolute); rope: this layer's (inv_freq float32 [R/2], scale float32 scalar).
     """
-    eps, plus_one = c.rms_norm_eps, c.norm_plus_one
-    h = rms_norm(x, lp["attn_norm"], eps, plus_one)
+    h = _norm(c, x, lp["attn_norm"]) if c.pre_norm else x
     q = jnp.einsum("btd,dhk->bthk", h, lp["wq"])
     k = jnp.einsum("btd,dhk->bthk", h, lp["wk"])
     v = jnp.einsum("btd,dhk->bthk", h, lp["wv"])
     if c.qkv_bias:
         q, k, v = q + lp["bq"], k + lp["bk"], v + lp["bv"]
-    if c.qk_norm:
-        q = rms_norm(q, lp["q_norm"], eps, plus_one)
-        k = rms_norm(k, lp["k_norm"], eps, plus_one)
+    if c.qk_norm and c.qk_norm_over_heads:
+        q = _norm(c, q, lp["q_norm_heads"], axis=(-2, -1))
+        k = _norm(c, k, lp["k_norm_heads"], axis=(-2, -1))
+    elif c.qk_norm:
+        q = _norm(c, q, lp["q_norm"])
+        k = _norm(c, k, lp["k_norm"])
     cos, sin = rotary_cos_sin(positions, *rope)
     return apply_rope(q, cos, sin, c.rope_interleaved), apply_rope(k, cos, sin, c.rope_interleaved), v
 
 
 def layer_output(lp, c: ModelConfig, x, attn):
     """The rest of a layer after attention: x [B, T, D], attn [B, T, H, hd] -> x [B, T, D]."""
-    eps, plus_one = c.rms_norm_eps, c.norm_plus_one
     out = jnp.einsum("bthk,hkd->btd", attn, lp["wo"])
     if c.sandwich_norm:
-        out = rms_norm(out, lp["post_attn_norm"], eps, plus_one)
-    x = x + out
-    h = rms_norm(x, lp["mlp_norm"], eps, plus_one)
+        out = _norm(c, out, lp["post_attn_norm"])
+    x = x + _scaled(out, c.residual_scale)
+    h = _norm(c, x, lp["mlp_norm"]) if c.pre_norm else x
     mlp = _activation(c, h @ lp["w_gate"]) * (h @ lp["w_up"])
     out = mlp @ lp["w_down"]
     if c.sandwich_norm:
-        out = rms_norm(out, lp["post_mlp_norm"], eps, plus_one)
-    return x + out
+        out = _norm(c, out, lp["post_mlp_norm"])
+    return x + _scaled(out, c.residual_scale)
 
 
 def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, start=0, backend="xla",
@@ -198,8 +217,10 @@ def output_projection(params, c: ModelConfig):
 
 def final_logits(params, c: ModelConfig, h):
     """h [..., D] (before the final norm) -> float32 logits [..., V], soft-capped where the family does."""
-    h = rms_norm(h, params["final_norm"], c.rms_norm_eps, c.norm_plus_one)
+    h = _norm(c, h, params["final_norm"])
     logits = jnp.einsum("...d,dv->...v", h, output_projection(params, c), preferred_element_type=jnp.float32)
+    if c.logits_scaling != 1.0:  # Granite divides the logits
+        logits = logits / c.logits_scaling
     if c.final_logit_softcap:
         logits = jnp.tanh(logits / c.final_logit_softcap) * c.final_logit_softcap
     return logits

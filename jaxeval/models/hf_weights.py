@@ -1,6 +1,8 @@
 """Map Hugging Face tensor names and layouts onto jaxeval's stacked parameters.
 
-HF linear weights are [out, in]; ours are [in, ...heads...] so the einsums read naturally.
+HF linear weights are [out, in]; ours are [in, ...heads...] so the einsums read naturally. Fused HF
+projections (Phi-3's qkv_proj, Phi-3's and GLM's gate_up_proj) are split by rows at load: each of our
+tensors is a view of its rows, so a shard still reads only its own bytes.
 """
 
 from __future__ import annotations
@@ -17,19 +19,44 @@ from jaxeval.models.safetensors_io import SafetensorsFolder
 _PREFIXES = ("model.", "model.language_model.", "language_model.model.", "")
 
 
+_GEMMA_NORMS = {"post_attn_norm": "post_attention_layernorm.weight", "mlp_norm": "pre_feedforward_layernorm.weight",
+                "post_mlp_norm": "post_feedforward_layernorm.weight"}
+_OLMO_NORMS = {"post_attn_norm": "post_attention_layernorm.weight", "post_mlp_norm": "post_feedforward_layernorm.weight",
+               "q_norm_heads": "self_attn.q_norm.weight", "k_norm_heads": "self_attn.k_norm.weight"}
+# Where each family's norms sit: the same HF name means a different norm from one family to the next
+# (post_attention_layernorm feeds the MLP in Llama and GLM-4, follows attention in Gemma and OLMo 2).
+_FAMILY_NAMES = {
+    "gemma2": _GEMMA_NORMS, "gemma3_text": _GEMMA_NORMS, "olmo2": _OLMO_NORMS, "olmo3": _OLMO_NORMS,
+    "glm4": {"post_attn_norm": "post_self_attn_layernorm.weight", "post_mlp_norm": "post_mlp_layernorm.weight"},
+}
+_FUSED_QKV = ("phi3",)  # self_attn.qkv_proj: rows [q (H*hd); k (KV*hd); v (KV*hd)]
+_FUSED_GATE_UP = ("phi3", "glm", "glm4")  # mlp.gate_up_proj: rows [gate (F); up (F)]
+
+
 def _layer_names(c: ModelConfig) -> dict[str, str]:
     """Our per-layer name -> HF name inside `layers.{i}.`."""
     names = {"wq": "self_attn.q_proj.weight", "wk": "self_attn.k_proj.weight", "wv": "self_attn.v_proj.weight",
              "wo": "self_attn.o_proj.weight", "w_gate": "mlp.gate_proj.weight", "w_up": "mlp.up_proj.weight",
              "w_down": "mlp.down_proj.weight", "attn_norm": "input_layernorm.weight",
+             "mlp_norm": "post_attention_layernorm.weight",
              "bq": "self_attn.q_proj.bias", "bk": "self_attn.k_proj.bias", "bv": "self_attn.v_proj.bias",
              "q_norm": "self_attn.q_norm.weight", "k_norm": "self_attn.k_norm.weight"}
-    if c.sandwich_norm:  # Gemma: post_attention_layernorm follows attention; pre_feedforward feeds the MLP
-        names |= {"post_attn_norm": "post_attention_layernorm.weight", "mlp_norm": "pre_feedforward_layernorm.weight",
-                  "post_mlp_norm": "post_feedforward_layernorm.weight"}
-    else:
-        names["mlp_norm"] = "post_attention_layernorm.weight"
+    names |= _FAMILY_NAMES.get(c.model_type, {})
+    if c.model_type in _FUSED_QKV:
+        names |= dict.fromkeys(("wq", "wk", "wv"), "self_attn.qkv_proj.weight")
+    if c.model_type in _FUSED_GATE_UP:
+        names |= dict.fromkeys(("w_gate", "w_up"), "mlp.gate_up_proj.weight")
     return names
+
+
+def _fused_rows(name: str, c: ModelConfig) -> tuple[int, slice] | None:
+    """(rows of the whole fused HF tensor, our tensor's rows in it), or None if `name` is not fused."""
+    q, kv, f = c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.intermediate_size
+    if c.model_type in _FUSED_QKV and name in ("wq", "wk", "wv"):
+        return q + 2 * kv, {"wq": slice(0, q), "wk": slice(q, q + kv), "wv": slice(q + kv, q + 2 * kv)}[name]
+    if c.model_type in _FUSED_GATE_UP and name in ("w_gate", "w_up"):
+        return 2 * f, {"w_gate": slice(0, f), "w_up": slice(f, 2 * f)}[name]
+    return None
 
 
 def _to_ours(name: str, w: np.ndarray, c: ModelConfig) -> np.ndarray:
@@ -47,6 +74,10 @@ def _to_ours(name: str, w: np.ndarray, c: ModelConfig) -> np.ndarray:
         return w.reshape(H, hd)
     if name in ("bk", "bv"):
         return w.reshape(KV, hd)
+    if name == "q_norm_heads":
+        return w.reshape(H, hd)
+    if name == "k_norm_heads":
+        return w.reshape(KV, hd)
     return w
 
 
@@ -58,7 +89,7 @@ def _hf_shape(name: str, ours: tuple[int, ...]) -> tuple[int, ...]:
         return (ours[2], ours[0] * ours[1])
     if name in ("w_gate", "w_up", "w_down"):
         return (ours[1], ours[0])
-    if name in ("bq", "bk", "bv"):
+    if name in ("bq", "bk", "bv", "q_norm_heads", "k_norm_heads"):
         return (ours[0] * ours[1],)
     return ours
 
@@ -97,8 +128,16 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None)
         V, D = shapes["embed"]
         views["lm_head"] = fetch(head_name, (V, D)).T
     hf_names = _layer_names(c)
-    layer_views = {name: [_to_ours(name, fetch(f"{prefix}layers.{i}.{hf_names[name]}", _hf_shape(name, shape[1:])), c)
-                          for i in range(c.num_layers)]
+
+    def layer_view(name, i, shape):
+        """Layer i's tensor `name` in our layout: a view of the memory-mapped file (rows of it, if fused)."""
+        expected, fused = _hf_shape(name, shape), _fused_rows(name, c)
+        if fused is None:
+            return _to_ours(name, fetch(f"{prefix}layers.{i}.{hf_names[name]}", expected), c)
+        total, rows = fused
+        return _to_ours(name, fetch(f"{prefix}layers.{i}.{hf_names[name]}", (total, *expected[1:]))[rows], c)
+
+    layer_views = {name: [layer_view(name, i, shape[1:]) for i in range(c.num_layers)]
                    for name, shape in shapes["layers"].items()}  # per layer: views of the memory-mapped files
 
     def top_block(name):

@@ -65,6 +65,7 @@ PARAM_AXES: dict[str, tuple[str, ...]] = {
     "bq": ("layers", "heads", "head_dim"),
     "bk": ("layers", "kv_heads", "head_dim"), "bv": ("layers", "kv_heads", "head_dim"),
     "q_norm": ("layers", "head_dim"), "k_norm": ("layers", "head_dim"),
+    "q_norm_heads": ("layers", "heads", "head_dim"), "k_norm_heads": ("layers", "kv_heads", "head_dim"),
 }
 
 READ_CACHE = ("layers", "cache_batch", "cache_sequence", "cache_kv_heads", "head_dim")

@@ -5,6 +5,7 @@ imported (8 or 2 x 4 simulated CPU devices); JAX is imported inside main() so th
 import write_tiny_llama() without starting JAX.
 
     python mesh_worker.py MODEL_FOLDER OUT.json none data=2,tensor=2,context=2 tensor=8 ...
+    python mesh_worker.py FOLDER_OF_MODELS OUT.json families none tensor=8 ...   (every model in the folder)
     (multi-process: JAXEVAL_COORDINATOR / JAXEVAL_NUM_PROCESSES / JAXEVAL_PROCESS_ID set; only
     process 0 writes OUT.json, every process prints its results on stdout)
 """
@@ -129,6 +130,22 @@ def run_mesh(folder: str, spec: str) -> dict:
     return out
 
 
+def read_families(root: str, spec: str) -> dict:
+    """Each model folder under root (one per family) read on the mesh: next-token log-probs of one long text."""
+    from jaxeval.api import load_model
+
+    ids = np.random.RandomState(1).randint(3, 256, size=700)
+    positions = np.arange(1, ids.size)
+    out = {}
+    for folder in sorted(Path(root).iterdir()):
+        model = load_model(folder, dtype="float32", mesh=None if spec == "none" else spec, prefill_chunk=CHUNK,
+                           load_tokenizer=False)
+        out[folder.name] = {"logprobs": model.read(ids, positions, ids[positions]).logprobs.tolist(),
+                            "shardings": {k: str(v.sharding.spec) for k, v in model.module.params()["layers"].items()
+                                          if hasattr(v.sharding, "spec")}}
+    return out
+
+
 def bad_inputs(folder: str) -> dict:
     """Each user error on 8 devices -> its message; asserts that nothing was compiled first."""
     from jaxeval.api import load_model
@@ -166,7 +183,10 @@ def main(argv):
 
     initialize_distributed()
     record_attention_shapes()
-    results = {spec: bad_inputs(folder) if spec == "errors" else run_mesh(folder, spec) for spec in specs}
+    if specs[0] == "families":
+        results = {spec: read_families(folder, spec) for spec in specs[1:]}
+    else:
+        results = {spec: bad_inputs(folder) if spec == "errors" else run_mesh(folder, spec) for spec in specs}
     if is_writer():  # "{process}" in the name lets a test see which processes wrote
         import jax
 

@@ -138,3 +138,46 @@ def test_two_processes_match_one(eight_devices, model_folder):
         np.testing.assert_allclose(got["orbax_logprobs"], eight_devices["none"]["llama_logprobs"], rtol=0, atol=1e-5)
     assert (model_folder.parent / "multi_0.json").is_file()
     assert not (model_folder.parent / "multi_1.json").exists()
+
+
+# One model per family added with the dense families of issue 12 (tests/models/test_parity.py's tiny configs
+# with 8 query heads and 2 KV heads, so tensor=8 splits the queries and replicates K/V).
+MESH_FAMILIES = ("phi4-mini", "olmo2", "olmo3", "smollm3", "glm4", "glm", "granite", "mistral-nemo", "ministral")
+FAMILY_MESHES = ("data=2,tensor=2,context=2", "tensor=8")
+
+
+@pytest.fixture(scope="module")
+def family_results(tmp_path_factory):
+    """HF folders written by transformers (every weight perturbed), read on one device and on FAMILY_MESHES."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    sys.path.insert(0, str(REPO / "tests" / "models"))
+    from test_parity import BY_NAME, perturb_all_parameters
+
+    root = tmp_path_factory.mktemp("families")
+    for name in MESH_FAMILIES:
+        f = BY_NAME[name]
+        # head_dim as tested (the rotary dims and longrope factors stay valid); hidden 128 = 8 heads x 16
+        kwargs = {**f.kwargs, "hidden_size": 128, "num_attention_heads": 8, "num_key_value_heads": 2}
+        kwargs["head_dim"] = kwargs.get("head_dim", 16)
+        config = getattr(transformers, f.config_class)(**kwargs)
+        perturb_all_parameters(getattr(transformers, f.model_class)(config), seed=3).save_pretrained(root / name)
+    out = root.parent / "families.json"
+    run_worker([str(root), str(out), "families", "none", *FAMILY_MESHES], worker_env(8))
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("mesh", FAMILY_MESHES)
+@pytest.mark.parametrize("family", MESH_FAMILIES)
+def test_families_match_one_device(family_results, family, mesh):
+    """Fused weights split into shards, q/k norms over sharded heads, NoPE and sliding layers, multipliers:
+    log-probs of a 700-token read (3 prefill chunks) within 1e-5 of one device."""
+    ref, got = family_results["none"][family], family_results[mesh][family]
+    diff = np.abs(np.asarray(got["logprobs"]) - np.asarray(ref["logprobs"])).max()
+    print(f"\n{family} on {mesh}: max |logprob diff| vs one device {diff:.2e}")
+    assert len(ref["logprobs"]) == 699 and diff <= 1e-5
+    assert got["shardings"]["wq"] == "P(None, None, 'tensor', None)"
+    if family.startswith("olmo"):  # the all-heads q/k norm weights follow their heads
+        assert got["shardings"]["q_norm_heads"] == "P(None, 'tensor', None)"
+        assert got["shardings"]["k_norm_heads"] == ("P(None, 'tensor', None)" if mesh.startswith("data")
+                                                    else "P(None, None, None)")

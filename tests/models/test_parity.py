@@ -70,6 +70,36 @@ def _drop_layer_params(*names):
     return mistake
 
 
+def _rename_layer_params(config_changes: dict, renames: dict):
+    """A control that moves layer weights to other parameters (same values) and changes the config."""
+    def mistake(c, params):
+        layers = {renames.get(k, k): v for k, v in params["layers"].items()}
+        return dataclasses.replace(c, **config_changes), {**params, "layers": layers}
+    return mistake
+
+
+def _short_factors_only():
+    """longrope: keep the short factors past the original context (the switch never happens)."""
+    def short(rope):
+        return dataclasses.replace(rope, long_factor=rope.short_factor)
+    return _config_mistake(rope=lambda c: short(c.rope), rope_local=lambda c: short(c.rope_local))
+
+
+def _one_pair_fewer():
+    """Partial rotary: rotate one pair of dims fewer (a wrong partial_rotary_factor)."""
+    def fewer(rope):
+        return dataclasses.replace(rope, short_factor=rope.short_factor[:-1], long_factor=rope.long_factor[:-1])
+    return _config_mistake(rotary_dim=lambda c: c.rotary_dim - 2, rope=lambda c: fewer(c.rope),
+                           rope_local=lambda c: fewer(c.rope_local))
+
+
+def _longrope(pairs: int, original: int) -> dict:
+    """Phi-3 style factors, one per rotated pair: short ones near 1, long ones growing with the wavelength."""
+    return {"rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": original,
+            "short_factor": [1.0 + 0.02 * i for i in range(pairs)],
+            "long_factor": [1.0 + 2.5 * i for i in range(pairs)]}
+
+
 FAMILIES = [
     Family("llama3", "LlamaConfig", "LlamaForCausalLM", dict(
         COMMON, num_hidden_layers=2, rms_norm_eps=1e-5,
@@ -114,6 +144,76 @@ FAMILIES = [
                   ("global rope on local layers", _config_mistake(rope_local=lambda c: c.rope))),
         slow_controls=(("no sliding window", _no_window()),
                        ("no linear rope scaling", _config_mistake(rope=lambda c: RopeConfig(theta=c.rope.theta))))),
+    # Phi-3 / 3.5 mini: fused qkv_proj and gate_up_proj, longrope past original_max_position_embeddings (its
+    # top-level field), and Phi-3-mini-4k's sliding window on every layer
+    Family("phi3", "Phi3Config", "Phi3ForCausalLM", dict(
+        COMMON, num_hidden_layers=2, sliding_window=160, original_max_position_embeddings=512,
+        rope_parameters=_longrope(8, 512)),
+        length=1200, controls=(("short factors past the original context", _short_factors_only()),
+                               ("window off by one", _window_plus_one())),
+        slow_controls=(("no sliding window", _no_window()),)),
+    # Phi-4-mini: partial_rotary_factor 0.75 (12 of 16 dims rotate, 6 longrope factors), tied embeddings
+    Family("phi4-mini", "Phi3Config", "Phi3ForCausalLM", dict(
+        COMMON, num_hidden_layers=2, partial_rotary_factor=0.75, tie_word_embeddings=True,
+        original_max_position_embeddings=512, rope_parameters=_longrope(6, 512)),
+        length=1200, controls=(("one rotary pair fewer", _one_pair_fewer()),)),
+    # OLMo 2: RMSNorm after attention and MLP (none before), q/k RMSNorm over all heads at once
+    Family("olmo2", "Olmo2Config", "Olmo2ForCausalLM", dict(
+        COMMON, num_hidden_layers=2, rope_parameters={"rope_type": "default", "rope_theta": 500000.0}),
+        length=1000,
+        controls=(("norms before attention and MLP",
+                   _rename_layer_params({"pre_norm": True, "sandwich_norm": False},
+                                        {"post_attn_norm": "attn_norm", "post_mlp_norm": "mlp_norm"})),
+                  ("q/k norm per head", _rename_layer_params({"qk_norm_over_heads": False},
+                                                             {"q_norm_heads": "q_norm", "k_norm_heads": "k_norm"})))),
+    # OLMo 3: OLMo 2's layer plus sliding layers from layer_types (3 of every 4), YaRN on full layers only
+    Family("olmo3", "Olmo3Config", "Olmo3ForCausalLM", dict(
+        COMMON, num_hidden_layers=4, sliding_window=160,
+        rope_parameters={FULL: {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0,
+                                "original_max_position_embeddings": 256},
+                         SLIDING: {"rope_type": "default", "rope_theta": 500000.0}}),
+        length=1100,
+        controls=(("window off by one", _window_plus_one()),
+                  ("yarn on sliding layers too", _config_mistake(rope_local=lambda c: c.rope))),
+        slow_controls=(("no sliding window", _no_window()),)),
+    # SmolLM3: NoPE on every 4th layer (no_rope_layer_interval), YaRN as its model card extends it
+    Family("smollm3", "SmolLM3Config", "SmolLM3ForCausalLM", dict(
+        COMMON, num_hidden_layers=4, rope_parameters={"rope_type": "yarn", "rope_theta": 2e6, "factor": 2.0,
+                                                      "original_max_position_embeddings": 512}),
+        length=1100, controls=(("NoPE layers rotated", _config_mistake(no_rope_layers=())),)),
+    # GLM-4-0414: half the head rotates, in interleaved pairs; extra norms after attention and MLP; q/k/v biases;
+    # fused gate_up_proj
+    Family("glm4", "Glm4Config", "Glm4ForCausalLM", dict(
+        COMMON, num_hidden_layers=2, head_dim=16, partial_rotary_factor=0.5, attention_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        length=1000, controls=(("interleaved pairs as half-split", _config_mistake(rope_interleaved=False)),
+                               ("post norms skipped", _config_mistake(sandwich_norm=False))),
+        slow_controls=(("whole head rotated", _config_mistake(rotary_dim=lambda c: c.head_dim)),
+                       ("q/k/v biases dropped", _drop_layer_params("bq", "bk", "bv")))),
+    # GLM-4 (glm: GLM-4-9B-chat(-1m)): GLM-4-0414's attention and MLP, Llama's norm placement
+    Family("glm", "GlmConfig", "GlmForCausalLM", dict(
+        COMMON, num_hidden_layers=2, head_dim=16, partial_rotary_factor=0.5, attention_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        length=1000, controls=(("interleaved pairs as half-split", _config_mistake(rope_interleaved=False)),)),
+    # Granite 3.x: embedding, attention (replacing head_dim ** -0.5), residual and logit multipliers
+    Family("granite", "GraniteConfig", "GraniteForCausalLM", dict(
+        COMMON, num_hidden_layers=2, embedding_multiplier=12.0, attention_multiplier=0.125, residual_multiplier=0.22,
+        logits_scaling=8.0, rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        length=1000, controls=(("residual multiplier dropped", _config_mistake(residual_scale=1.0)),
+                               ("logits not scaled", _config_mistake(logits_scaling=1.0))),
+        slow_controls=(("attention scale head_dim ** -0.5", _config_mistake(query_scale=0.0)),
+                       ("no embedding multiplier", _config_mistake(embed_scale=1.0)))),
+    # Mistral-Nemo: head_dim 32 != hidden 64 / 4 heads, no sliding window, theta 1e6
+    Family("mistral-nemo", "MistralConfig", "MistralForCausalLM", dict(
+        COMMON, num_hidden_layers=2, head_dim=32, sliding_window=None,
+        rope_parameters={"rope_type": "default", "rope_theta": 1e6}),
+        length=1000, controls=(("attention scale from hidden / heads", _config_mistake(query_scale=16 ** -0.5)),)),
+    # Ministral: sliding windows on the layers layer_types names (Mistral slides every layer), explicit head_dim
+    Family("ministral", "MinistralConfig", "MinistralForCausalLM", dict(
+        COMMON, num_hidden_layers=4, head_dim=16, sliding_window=160, layer_types=[SLIDING, FULL, SLIDING, FULL],
+        rope_parameters={"rope_type": "default", "rope_theta": 1e8}),
+        length=1000, controls=(("window off by one", _window_plus_one()),
+                               ("every layer sliding", _config_mistake(layer_types=lambda c: (SLIDING,) * 4)))),
 ]
 BY_NAME = {f.name: f for f in FAMILIES}
 
@@ -302,3 +402,27 @@ def test_v4_config_layout(built, tmp_path):
     a = jaxeval.load_model(tmp_path, dtype="float32", attention="xla").read(built.ids, positions, tokens)
     b = jaxeval.load_model(built.folder, dtype="float32", attention="xla").read(built.ids, positions, tokens)
     np.testing.assert_array_equal(a.logprobs, b.logprobs)
+
+
+def test_rms_norm_weight_order_in_bfloat16():
+    """OLMo 2/3's RMSNorm multiplies by its weight before casting back to bfloat16, Llama's after: the flag
+    norm_scale_float32 reproduces each, elementwise (float32 runs cannot tell the two apart)."""
+    import jax.numpy as jnp
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.models.olmo2.modeling_olmo2 import Olmo2RMSNorm
+
+    from jaxeval.models.decoder import rms_norm
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 256, generator=g).to(torch.bfloat16)
+    w = (1 + 0.3 * torch.randn(256, generator=g)).to(torch.bfloat16)
+    to_jax = lambda t: jnp.asarray(t.float().numpy(), jnp.bfloat16)  # noqa: E731
+    got = {}
+    for name, cls, in_float32 in (("llama", LlamaRMSNorm, False), ("olmo2", Olmo2RMSNorm, True)):
+        ref = cls(256, eps=1e-6).to(torch.bfloat16)
+        with torch.no_grad():
+            ref.weight.copy_(w)
+            expected = ref(x).float().numpy()
+        got[name] = np.asarray(rms_norm(to_jax(x), to_jax(w), 1e-6, False, in_float32).astype(jnp.float32))
+        assert (got[name] == expected).mean() > 0.999, name
+    assert (got["llama"] != got["olmo2"]).mean() > 0.05  # the two orders differ in bfloat16

@@ -1,0 +1,178 @@
+"""What each model_type's transformers classes do beyond the common (Llama) reading in config.py.
+
+Read from transformers 5.24's configuration_*.py and modeling_*.py of each family: the class defaults a
+hub config.json may leave out, the layer types and sliding windows the masks use, and the static flags
+of the one decoder (jaxeval.models.decoder) that reproduce each family's layer. A family's behaviour is
+a flag here, never a branch on the model type in the decoder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxeval.errors import ConfigError
+
+FULL, SLIDING = "full_attention", "sliding_attention"
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
+                         "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite")
+PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4")  # families whose attention rotates only part of each head
+PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
+
+# transformers' Gemma3TextConfig defaults. The hub's multimodal Gemma 3 config.json files (model_type
+# "gemma3": 4B, 12B, 27B) list only the text_config fields that differ from these.
+GEMMA3_TEXT_DEFAULTS = {
+    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+    "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True, "bos_token_id": 2, "eos_token_id": 1,
+}
+
+# Class defaults that differ from the common reading, applied to fields config.json leaves out. Phi3Config
+# always has a top-level original_max_position_embeddings, which transformers prefers to rope_parameters'.
+CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "phi3": {"original_max_position_embeddings": 4096},
+    "glm": {"head_dim": 128, "attention_bias": True, "partial_rotary_factor": 0.5},
+    "glm4": {"head_dim": 128, "attention_bias": True, "partial_rotary_factor": 0.5},
+    "smollm3": {"rope_theta": 2_000_000.0, "tie_word_embeddings": True},
+    "olmo3": {"rope_theta": 500_000.0, "sliding_window": 4096},
+    "ministral": {"sliding_window": 4096},
+}
+
+# attention_bias: qwen2 always has q/k/v biases; GLM's q/k/v follow attention_bias (o never has one); Mistral,
+# Ministral and Phi-3 build their projections without biases whatever the field says. Elsewhere the field
+# adds an o_proj bias too, which jaxeval does not have.
+QKV_BIAS_ALWAYS, QKV_BIAS_FROM_FIELD, BIAS_FIELD_IGNORED = ("qwen2",), ("glm", "glm4"), ("mistral", "ministral", "phi3")
+
+# SmolLM3-3B's config.json says pretraining_tp=2; transformers' SmolLM3 never reads the field.
+IGNORES_PRETRAINING_TP = ("smollm3",)
+
+# Families whose masks are causal only, whatever sliding_window or layer_types say.
+ALWAYS_FULL = ("glm", "glm4", "granite", "olmo2")
+# Families that slide every layer when sliding_window is set (no layer_types in their config class).
+SLIDE_EVERY_LAYER = ("mistral", "phi3")
+
+
+def with_class_defaults(raw: dict[str, Any], model_type: str) -> dict[str, Any]:
+    """raw with the family's class defaults filled in for absent fields (an explicit null stays null)."""
+    raw = {**CLASS_DEFAULTS.get(model_type, {}), **raw}
+    if model_type == "phi3":  # Phi3Config reads the rope types of older Phi-3 files as longrope
+        for key in ("rope_scaling", "rope_parameters"):
+            rope = raw.get(key)
+            if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("su", "yarn"):
+                raw[key] = {**{k: v for k, v in rope.items() if k != "type"}, "rope_type": "longrope"}
+    return raw
+
+
+def _positive_int(raw, key, default, where) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{where}: field {key!r}={value!r} must be a positive integer")
+    return value
+
+
+def layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
+    """FULL or SLIDING per layer, as the family's masks choose them."""
+    types = raw.get("layer_types")
+    if model_type in SLIDE_EVERY_LAYER:  # one mask for every layer: sliding whenever sliding_window is set
+        types = [SLIDING if raw.get("sliding_window") else FULL] * num_layers
+    elif model_type in ALWAYS_FULL:
+        types = [FULL] * num_layers
+    if types is None:
+        if model_type == "gemma2":
+            types = [SLIDING if (i + 1) % 2 else FULL for i in range(num_layers)]
+        elif model_type == "gemma3_text":
+            pattern = _positive_int(raw, "sliding_window_pattern", 6, where)
+            types = [SLIDING if (i + 1) % pattern else FULL for i in range(num_layers)]
+        elif model_type == "olmo3":
+            types = [SLIDING if (i + 1) % 4 else FULL for i in range(num_layers)]
+        elif model_type == "ministral":
+            types = [SLIDING if raw.get("sliding_window") is not None else FULL] * num_layers
+        elif model_type == "smollm3":  # sliding only on NoPE layers, and only with use_sliding_window
+            nope = set(no_rope_layers(raw, model_type, num_layers, where))
+            slide = raw.get("use_sliding_window") and raw.get("sliding_window") is not None
+            types = [SLIDING if slide and i in nope else FULL for i in range(num_layers)]
+        elif model_type in ("qwen2", "qwen3") and raw.get("use_sliding_window"):
+            start = int(raw.get("max_window_layers", num_layers))
+            types = [SLIDING if i >= start else FULL for i in range(num_layers)]
+        else:
+            types = [FULL] * num_layers
+    if not isinstance(types, (list, tuple)):
+        raise ConfigError(f"{where}: field 'layer_types' must be a list, got {types!r}")
+    bad = [t for t in types if t not in (FULL, SLIDING)]
+    if bad:
+        raise ConfigError(f"{where}: field 'layer_types' has unsupported entry {bad[0]!r}")
+    if len(types) != num_layers:
+        raise ConfigError(f"{where}: field 'layer_types' has {len(types)} entries, num_hidden_layers={num_layers}")
+    return tuple(types)
+
+
+def no_rope_layers(raw, model_type, num_layers, where) -> tuple[int, ...]:
+    """Indices of the layers without rotary embeddings (SmolLM3's NoPE layers).
+
+    SmolLM3's `no_rope_layers` holds one flag per layer, 1 where the layer *uses* rope (at least
+    num_hidden_layers entries; the rest is unused); without it, every no_rope_layer_interval-th layer is NoPE.
+    """
+    if model_type != "smollm3":
+        return ()
+    flags = raw.get("no_rope_layers")
+    if flags is None:
+        interval = _positive_int(raw, "no_rope_layer_interval", 4, where)
+        flags = [int((i + 1) % interval != 0) for i in range(num_layers)]
+    if not isinstance(flags, (list, tuple)) or len(flags) < num_layers or any(
+            isinstance(f, bool) or f not in (0, 1) for f in flags):
+        raise ConfigError(f"{where}: field 'no_rope_layers' must list a 0 or 1 for each of the {num_layers} layers, "
+                          f"got {flags!r}")
+    return tuple(i for i in range(num_layers) if not flags[i])
+
+
+def bias_fields(raw, model_type, where) -> dict[str, Any]:
+    if model_type in QKV_BIAS_ALWAYS:
+        return {"qkv_bias": True}
+    if model_type in QKV_BIAS_FROM_FIELD:
+        bias = raw.get("attention_bias")
+        if not isinstance(bias, bool):
+            raise ConfigError(f"{where}: field 'attention_bias'={bias!r} must be true or false")
+        return {"qkv_bias": bias}
+    if model_type not in BIAS_FIELD_IGNORED and raw.get("attention_bias") not in (None, False):
+        raise ConfigError(f"{where}: field 'attention_bias'={raw.get('attention_bias')!r} is not supported "
+                          "(q/k/v/o projection biases)")
+    return {}
+
+
+def number(value, where: str, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: field {field!r}={value!r} must be a number")
+    return float(value)
+
+
+def family_fields(raw, model_type, hidden_size, where) -> dict[str, Any]:
+    """ModelConfig fields that reproduce the family's layer (norm placement, scales, soft-caps)."""
+    gemma = model_type.startswith("gemma")
+    olmo = model_type in ("olmo2", "olmo3")
+    fields: dict[str, Any] = {
+        "qk_norm": model_type in ("qwen3", "gemma3_text") or olmo,
+        "qk_norm_over_heads": olmo,  # OLMo 2/3: one RMSNorm over all heads' concatenated dims
+        "pre_norm": not olmo,  # OLMo 2/3 norm after attention and MLP only
+        "sandwich_norm": gemma or olmo or model_type == "glm4",
+        "norm_plus_one": gemma,
+        "norm_scale_float32": olmo,
+        "rope_interleaved": model_type in ("glm", "glm4"),
+    }
+    if gemma:
+        qpas = raw.get("query_pre_attn_scalar")
+        fields["embed_scale"] = hidden_size ** 0.5
+        fields["query_scale"] = number(qpas, where, "query_pre_attn_scalar") ** -0.5 if qpas else 0.0
+        # transformers' Gemma 3 attention takes no softcap (attn_logit_softcapping is read by Gemma 2 only)
+        attn_cap = raw.get("attn_logit_softcapping") if model_type == "gemma2" else None
+        final_cap = raw.get("final_logit_softcapping")
+        fields["attn_logit_softcap"] = number(attn_cap, where, "attn_logit_softcapping") if attn_cap else None
+        fields["final_logit_softcap"] = number(final_cap, where, "final_logit_softcapping") if final_cap else None
+    if model_type == "granite":  # GraniteConfig's four multipliers (1.0 when absent)
+        fields["embed_scale"] = number(raw.get("embedding_multiplier", 1.0), where, "embedding_multiplier")
+        fields["query_scale"] = number(raw.get("attention_multiplier", 1.0), where, "attention_multiplier")
+        fields["residual_scale"] = number(raw.get("residual_multiplier", 1.0), where, "residual_multiplier")
+        fields["logits_scaling"] = number(raw.get("logits_scaling", 1.0), where, "logits_scaling")
+        if fields["query_scale"] == 0 or fields["logits_scaling"] == 0:
+            raise ConfigError(f"{where}: fields 'attention_multiplier' and 'logits_scaling' must be non-zero")
+    return fields
