@@ -32,10 +32,12 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
 
 
 def _load(args):
-    from jaxeval.api import load_model
+    from jaxeval.api import load_model, resolve_model_path
     from jaxeval.engine.mesh import initialize_distributed
+    from jaxeval.inputs import check_model_folder
 
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.mesh)
+    check_model_folder(resolve_model_path(args.model))
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), **getattr(args, "config_overrides", {}))
 
@@ -109,9 +111,13 @@ def cmd_ls(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from jaxeval.api import convert
+    from jaxeval.api import convert, resolve_model_path
+    from jaxeval.inputs import check_model_folder, check_output_file, writing
 
-    out = convert(args.src, args.dst, dtype=args.dtype)
+    check_output_file(args.dst, what="convert: the destination", overwrite=False)
+    check_model_folder(resolve_model_path(args.src))
+    with writing(args.dst, "convert: the destination"):
+        out = convert(args.src, args.dst, dtype=args.dtype)
     print(f"wrote jaxeval Orbax checkpoint {out}")
     return 0
 
@@ -159,6 +165,9 @@ def _run_options(p: argparse.ArgumentParser, modules) -> None:
     p.add_argument("--host_split", choices=("auto", "on", "off"), default="auto",
                    help="multi-host: each process computes its share of the samples (auto: unless "
                         "the --mesh spans hosts, when every process must run every sample)")
+    from jaxeval.judges.options import add_judge_arguments
+
+    add_judge_arguments(p)  # any benchmark's judges
     for module in modules:
         if hasattr(module, "add_run_arguments"):
             module.add_run_arguments(p)

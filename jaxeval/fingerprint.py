@@ -21,7 +21,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from jaxeval.inputs import read_bytes, read_json
+from jaxeval.inputs import open_input, read_bytes, read_json
 
 WHOLE_FILE_BYTES = 8 << 20
 EDGE_BYTES = 1 << 20
@@ -86,8 +86,6 @@ def weight_files(folder: Path) -> list[Path]:
 
 def sampled_digest(path: Path) -> str:
     """Size plus the whole file (small ones) or its edges and SAMPLES evenly spaced blocks."""
-    from jaxeval.inputs import open_input
-
     size = path.stat().st_size
     h = hashlib.sha256(f"{size}:".encode())
     with open_input(path) as f:

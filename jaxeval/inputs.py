@@ -14,9 +14,8 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Iterator
 
-from jaxeval.errors import ConfigError, DataError, JaxevalError
+from jaxeval.errors import CheckpointError, ConfigError, DataError, JaxevalError
 
 
 def _why(error: OSError) -> str:
@@ -29,8 +28,9 @@ def describe_decode_error(path, error: UnicodeDecodeError, line: int | None = No
 
 
 @contextlib.contextmanager
-def reading(path, error: type[JaxevalError] = DataError):
-    """Inside: OSError / UnicodeDecodeError about path become `error` naming it."""
+def reading(path, error: type[JaxevalError] = DataError, name: str = "file"):
+    """Inside: OSError / UnicodeDecodeError about path become `error` naming it (name: what the
+    file is, for "no such <name>")."""
     try:
         yield
     except UnicodeDecodeError as e:
@@ -38,7 +38,7 @@ def reading(path, error: type[JaxevalError] = DataError):
     except IsADirectoryError:
         raise error(f"{path}: a folder, expected a file") from None
     except FileNotFoundError:
-        raise error(f"{path}: not found") from None
+        raise error(f"{path}: no such {name}") from None
     except OSError as e:
         raise error(f"{path}: cannot be read ({_why(e)})") from None
 
@@ -54,11 +54,11 @@ def read_bytes(path, error: type[JaxevalError] = DataError) -> bytes:
         return Path(path).read_bytes()
 
 
-def read_text(path, error: type[JaxevalError] = DataError) -> str:
+def read_text(path, error: type[JaxevalError] = DataError, name: str = "file") -> str:
     """The UTF-8 text of a local path or an fsspec URL."""
     from jaxeval.results.storage import is_url, open_fs
 
-    with reading(path, error):
+    with reading(path, error, name):
         if is_url(path):
             fs, inner = open_fs(path)
             with fs.open(inner, "rb") as f:
@@ -68,30 +68,22 @@ def read_text(path, error: type[JaxevalError] = DataError) -> str:
         return data.decode("utf-8")
 
 
-def read_lines(path, error: type[JaxevalError] = DataError) -> Iterator[tuple[int, str]]:
-    """(line number, text) of every line; a line that is not UTF-8 is named by its number."""
-    with reading(path, error):
-        handle = open(path, "rb")
-    with handle:
-        number = 0
-        while True:
-            with reading(path, error):
-                raw = handle.readline()
-            if not raw:
-                return
-            number += 1
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise error(describe_decode_error(path, e, number)) from None
-
-
-def read_json(path, error: type[JaxevalError] = DataError, what: str = "JSON"):
-    text = read_text(path, error)
+def read_json(path, error: type[JaxevalError] = DataError, name: str = "file"):
+    text = read_text(path, error, name)
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise error(f"{path}: not valid {what} (line {e.lineno}, column {e.colno}: {e.msg})") from None
+        raise error(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+
+
+MODEL_JSON_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def check_model_folder(folder) -> None:
+    """A model folder's JSON files are readable UTF-8 JSON, before the loaders meet them."""
+    for name in MODEL_JSON_FILES:
+        if (Path(folder) / name).is_file():
+            read_json(Path(folder) / name, CheckpointError)
 
 
 def check_output_folder(folder, what: str = "--output_path", create: bool = True) -> None:
@@ -131,6 +123,18 @@ def check_output_file(path, what: str = "--out", overwrite: bool = True, create:
     if not overwrite and target.exists():
         raise ConfigError(f"{what} {path}: already exists; remove it or choose another path")
     check_output_folder(target.parent, what=f"{what} {path}: its folder", create=create)
+
+
+def score_output_folder(predictions, output_path=None) -> str:
+    """Where `jaxeval score` writes: --output_path, else a new folder beside the predictions
+    (`<name>_rescored`), so that no file among the predictions is ever rewritten; checked writable."""
+    if output_path:
+        folder = Path(output_path)
+    else:
+        source = Path(predictions)
+        folder = source.parent / f"{source.stem if source.is_file() else source.name}_rescored"
+    check_output_folder(folder, "--output_path")
+    return str(folder)
 
 
 @contextlib.contextmanager

@@ -18,9 +18,11 @@ from jaxeval.interrupt import Terminated, checkpoint, message, unwatch_journal, 
 
 
 def check_run(args, names: list[str], create_output: bool = True) -> None:
-    """Tasks known, numeric settings sane and the output path writable, before anything is loaded."""
-    from jaxeval.benchmarks.registry import run_tasks
+    """Tasks known, every flag sane (the benchmarks' `check` hooks) and the output path writable,
+    before anything is loaded; `validate` checks the same (create_output False: nothing made)."""
+    from jaxeval.benchmarks.registry import run_tasks, task_hook
     from jaxeval.inputs import check_output_file, check_output_folder
+    from jaxeval.judges.options import check_judge_arguments
     from jaxeval.results.runconfig import output_folder
 
     available = run_tasks()
@@ -32,6 +34,11 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             source = f" (from {args.config})" if getattr(args, "config", None) else ""
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
+    check_judge_arguments(args)
+    for task in names:  # each benchmark's own flags, as its run would check them
+        hook = task_hook(task, "check")
+        if hook is not None:
+            hook(task, args)
     if args.out:
         check_output_file(args.out, create=create_output)
     check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
@@ -132,6 +139,7 @@ def run_suite(args, tasks: list[str], load_model) -> int:
 def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float) -> int:
     from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.engine.mesh import is_writer
+    from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
     from jaxeval.results.schema import add_task, empty_results, finish_results
 
     args.journal = journal
@@ -157,6 +165,10 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
                    timing=timing)
     if is_writer():
         write_outputs(args, name, results, samples)
+    failure = judge_failure(results["details"], args.judge_max_failures)
+    if failure:
+        print(f"jaxeval: error: {failure}", file=sys.stderr)
+        return JUDGE_FAILURE_EXIT
     return 0
 
 
@@ -185,8 +197,11 @@ def validate_suite(args, tasks: list[str]) -> int:
     from jaxeval.models.checkpoint import TOKENIZER_FILES
     from jaxeval.models.config import load_hf_config
 
+    from jaxeval.inputs import check_model_folder
+
     check_run(args, tasks, create_output=False)
     folder = resolve_model_path(args.model)  # a URL is copied to the local cache first
+    check_model_folder(folder)
     config = load_hf_config(folder)
     print(f"model {args.model}: config.json valid ({config.model_type})")
     if not any((folder / name).is_file() for name in TOKENIZER_FILES[:2] + ("tokenizer.model", "vocab.json")):

@@ -1,4 +1,7 @@
-"""File readers shared by benchmark loaders; each row comes with its origin for error messages."""
+"""File readers shared by benchmark loaders; each row comes with its origin for error messages.
+
+They read through jaxeval.inputs, the one boundary for users' files: a file that cannot be read or
+is not UTF-8 is a DataError naming it (and its line)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from jaxeval.errors import DataError
+from jaxeval.inputs import describe_decode_error, open_input, reading
 
 
 def read_parquet_rows(path: Path) -> Iterator[tuple[dict, str]]:
@@ -22,12 +26,24 @@ def read_parquet_rows(path: Path) -> Iterator[tuple[dict, str]]:
         yield row, f"{path}, row {index}"
 
 
-def read_jsonl_rows(lines: Iterable[str], where: str) -> Iterator[tuple[Any, str]]:
-    """(row, "WHERE, line N") for every non-blank line; bad JSON is a DataError naming the line."""
+def read_jsonl_rows(lines: Iterable[str | bytes], where: str) -> Iterator[tuple[Any, str]]:
+    """(row, "WHERE, line N") for every non-blank line (text, or bytes decoded as UTF-8 here);
+    bad JSON or bytes that are not UTF-8 are a DataError naming the line."""
     for line_number, line in enumerate(lines, start=1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise DataError(describe_decode_error(where, error, line_number)) from None
         if not line.strip():
             continue
         try:
             yield json.loads(line), f"{where}, line {line_number}"
         except json.JSONDecodeError as error:
             raise DataError(f"{where}, line {line_number}: not valid JSON ({error.msg})") from None
+
+
+def read_jsonl_file(path: Path | str) -> Iterator[tuple[Any, str]]:
+    """read_jsonl_rows over the lines of a JSONL file."""
+    with open_input(path) as handle, reading(path):
+        yield from read_jsonl_rows(handle, str(path))

@@ -13,6 +13,8 @@ Each module listed in CLI_MODULES may define
       `jaxeval score --benchmark SCORE_NAME ...` (SCORE_NAME defaults to the package name).
 Optional hooks (a benchmark without them still runs; see docs/results_schema.md):
   describe() -> {task: {"about": str, "configs": [...], "lengths": [...]}}    for `jaxeval ls`;
+  check(task, args): raise a JaxevalError for any of the task's flags its run would reject; called
+      before anything is loaded by `jaxeval run` and `jaxeval validate` alike;
   validate(task, args) -> [str]: load and check the task's data as `jaxeval run` would, raising a
       JaxevalError naming file, record and field, returning one line per check   `jaxeval validate`;
   summarize(task, result) -> dict of results-JSON sections (results, groups, headline,

@@ -108,6 +108,10 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    page = build_report(args.results, args.out, embed=args.embed)
+    from jaxeval.inputs import check_output_folder, writing
+
+    check_output_folder(args.out, what="--out")  # before any result is read or plotted
+    with writing(args.out, "--out"):
+        page = build_report(args.results, args.out, embed=args.embed)
     print(f"\nwrote {page}")
     return 0

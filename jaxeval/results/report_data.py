@@ -12,7 +12,6 @@ it and report_html.py lays it out, so everything here is testable without matplo
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from pathlib import Path
@@ -144,18 +143,9 @@ def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
 
 
 def read_results(path: str | Path) -> tuple[dict, dict, dict]:
-    from jaxeval.results.storage import is_url, read_text
+    from jaxeval.inputs import read_json
 
-    try:
-        text = read_text(path) if is_url(path) else Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such results file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: cannot read the results file ({error})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DataError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+    data = read_json(path, name="results file")
     if not isinstance(data, dict):
         raise DataError(f"{path}: a results file holds a JSON object, found {type(data).__name__}")
     return _sections_of(str(path), data)

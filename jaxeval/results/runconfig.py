@@ -15,7 +15,8 @@ from jaxeval.results.storage import join
 # Flags that cannot change a single number of the results (docs/results_schema.md); every other
 # flag, including ones benchmarks add later, is hashed into config_hash.
 NOT_HASHED = frozenset({"model", "batch_size", "output_path", "out", "log_samples", "config", "save_scores",
-                        "host_split", "func", "command", "journal", "journal_mode", "model_args"})
+                        "host_split", "func", "command", "journal", "journal_mode", "model_args",
+                        "judge_timeout", "judge_retries", "judge_max_failures"})
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode"})
 
 
@@ -25,7 +26,7 @@ def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
     a model_args mapping becomes k=v,..."""
     import yaml
 
-    text = read_text(path, ConfigError)
+    text = read_text(path, ConfigError, "run config")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

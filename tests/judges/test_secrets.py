@@ -91,4 +91,4 @@ def test_score_judge_pass_against_an_echoing_server_writes_and_prints_no_key(fak
     written = "".join(path.read_text() for path in out.rglob("*") if path.is_file())
     assert len(server.requests) == len(bodies) and "e" * 150 in written  # the bodies reached the file
     assert leaked(printed.out + printed.err + caplog.text + written) == []
-    assert code in (0, 1)
+    assert code == 3 and f"judge: {len(bodies)} of {len(bodies)} judgements missing (http_403 {len(bodies)})" in printed.out

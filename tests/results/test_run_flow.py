@@ -117,3 +117,18 @@ def test_bad_numbers_from_the_config_file_are_named(tmp_path, synthetic, capsys)
     assert f"--limit must be a positive integer, got -3 (from {config})" in capsys.readouterr().err
     assert synthetic("--batch_size", "0") == 2
     assert "--batch_size must be a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_a_run_with_missing_judgements_writes_its_results_then_exits_3(tmp_path, synthetic, monkeypatch, capsys):
+    """--judge_max_failures (jaxeval/judges/options.py): the rule applies to any task reporting "judged"."""
+    import synthetic_cli
+
+    def judged_task(model, args):
+        result, table = synthetic_job.run_task(model, args)
+        result["judged"] = {"judgements": 48, "missing": 3, "missing_by_kind": {"timeout": 3}}
+        return result, table
+    monkeypatch.setitem(synthetic_cli.TASKS, "synthetic", judged_task)
+    assert synthetic("--output_path", str(tmp_path)) == 3
+    assert "synthetic: 3 of 48 judgements missing (timeout 3)" in capsys.readouterr().err
+    assert json.loads(_only(tmp_path, "*.json").read_text())["details"]["synthetic"]["judged"]["missing"] == 3
+    assert synthetic("--output_path", str(tmp_path), "--judge_max_failures", "0.1") == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from jaxeval.benchmarks.agent_bench.schema import SCHEMAS, validate_record
-from jaxeval.benchmarks.files import read_jsonl_rows, read_parquet_rows
+from jaxeval.benchmarks.files import read_jsonl_file, read_parquet_rows
 from jaxeval.errors import DataError
 
 CONFIGS = ("facts", "tool_calls", "rules_en", "rules_cs", "rules_de")  # as the card lists them
@@ -106,10 +106,14 @@ def load_split(data: str | Path, config: str, split: str) -> list:
         if not folder.is_dir():
             raise DataError(f"{folder}: expected a folder laid out as the hub repo "
                             f"(<config>/<split>*.parquet), got a file")
-        return items_from_records(_read_local(folder, config, split), config)
-    if isinstance(data, str) and _HUB_ID_PATTERN.fullmatch(data) and not data.startswith("."):
-        return items_from_records(read_hub_records(data, config, split), config)
-    raise DataError(f"{data}: no such folder, and not a hub id (owner/name)")
+        items = items_from_records(_read_local(folder, config, split), config)
+    elif isinstance(data, str) and _HUB_ID_PATTERN.fullmatch(data) and not data.startswith("."):
+        items = items_from_records(read_hub_records(data, config, split), config)
+    else:
+        raise DataError(f"{data}: no such folder, and not a hub id (owner/name)")
+    if not items:  # scoring nothing would report "0 of 0" as if it were a result
+        raise DataError(f"{data}: config '{config}', split '{split}' holds no items")
+    return items
 
 
 def split_files(folder: Path, config: str, split: str) -> list[Path]:
@@ -128,13 +132,8 @@ def split_files(folder: Path, config: str, split: str) -> list[Path]:
 
 def _read_local(folder: Path, config: str, split: str) -> Iterable[tuple[dict, str]]:
     for path in split_files(folder, config, split):
-        reader = read_parquet_rows if path.suffix == ".parquet" else _read_jsonl
+        reader = read_parquet_rows if path.suffix == ".parquet" else read_jsonl_file
         yield from reader(path)
-
-
-def _read_jsonl(path: Path) -> Iterable[tuple[dict, str]]:
-    with open(path, encoding="utf-8") as lines:
-        yield from read_jsonl_rows(lines, str(path))
 
 
 def read_hub_records(data: str, config: str, split: str,

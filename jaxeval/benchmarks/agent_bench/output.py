@@ -119,13 +119,15 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise ConfigError(f"limit must be a positive number of items, got {limit!r}")
 
+    # every split is loaded and checked before the first read: bad or empty data stops the run early
+    loaded = {(config, split): load_split(data, config, split)[:limit] for config in sets for split in lengths}
     results: dict[str, dict[str, dict]] = {}
     notes: list[str] = []
     samples: list[dict] = []  # per item of facts / tool_calls (--log_samples)
     for config in (c for c in sets if c in SINGLE_READ_CONFIGS):
         metrics_of = SINGLE_READ_CONFIGS[config][1]
         for split in lengths:
-            items = load_split(data, config, split)[:limit]
+            items = loaded[(config, split)]
             outcomes = read_items(backend, tokenizer, config, split, items, mode, journal)
             samples.extend({"key": item_key(config, split, o.item_id), "config": config, "split": split,
                             **dataclasses.asdict(o)} for o in outcomes)
@@ -140,9 +142,8 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     if rules_sets:
         from jaxeval.benchmarks.agent_bench.rules_run import run_rules
 
-        rules = run_rules(backend, tokenizer, data, rules_sets, lengths, limit, mode,
-                          save_scores=save_scores, reference_scores=reference_scores,
-                          journal=journal)
+        rules = run_rules(backend, tokenizer, {(c, s): loaded[(c, s)] for c in rules_sets for s in lengths},
+                          mode, save_scores=save_scores, reference_scores=reference_scores, journal=journal)
         for config in rules_sets:
             results[config] = rules["sets"][config]
         notes.extend(rules["notes"])

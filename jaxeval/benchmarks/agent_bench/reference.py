@@ -67,8 +67,8 @@ def load_reference(path: str | Path, items: dict, mode: str, tokenizer) -> dict:
             payload = json.load(source)
     except FileNotFoundError:
         raise DataError(f"{path}: no such reference scores file") from None
-    except (OSError, EOFError, ValueError) as error:
-        raise DataError(f"{path}: not a gzipped JSON rules scores file ({error})") from None
+    except (OSError, EOFError, ValueError) as error:  # UnicodeDecodeError is a ValueError
+        raise DataError(f"{path}: not a gzipped JSON rules scores file ({type(error).__name__})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise DataError(f"{path}: not a {FORMAT} file (written by --save_scores)")
     if payload.get("mode") != mode:

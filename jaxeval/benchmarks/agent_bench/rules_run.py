@@ -9,10 +9,8 @@ text shares with its text without the rule.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
 
 from jaxeval.benchmarks.agent_bench.align import TEXT_MODE
-from jaxeval.benchmarks.agent_bench.data import load_split
 from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.reference import load_reference, save_scores as write_scores
 from jaxeval.benchmarks.agent_bench.rules import TextTokens, item_reads, read_targets, rules_metrics
@@ -21,13 +19,15 @@ from jaxeval.results.resumable import map_journaled
 SELF_REFERENCE_NOTE = "no reference scores given: the model is its own reference (follow = retained = 1.00)"
 
 
-def run_rules(backend, tokenizer, data, sets: Sequence[str], lengths: Sequence[str], limit: int | None,
-              mode: str, save_scores: str | Path | None = None,
-              reference_scores: str | Path | None = None, journal=None) -> dict:
+def run_rules(backend, tokenizer, items: dict[tuple[str, str], list], mode: str,
+              save_scores: str | Path | None = None, reference_scores: str | Path | None = None,
+              journal=None) -> dict:
+    """items: (config, split) -> the split's loaded items, in run order."""
+    sets = list(dict.fromkeys(config for config, _ in items))
+    lengths = list(dict.fromkeys(split for _, split in items))
     notes = []
     if mode != TEXT_MODE:
         notes.append("rules configs: the stored qwen_* ids are not used yet; tokenized the texts (text mode)")
-    items = {(config, split): load_split(data, config, split)[:limit] for config in sets for split in lengths}
     texts = TextTokens(tokenizer)
     sequences: dict[tuple[int, ...], set[tuple[int, int]]] = {}
     plan = {}  # (config, split, item id, index) -> (without read, with read) or None

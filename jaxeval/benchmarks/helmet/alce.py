@@ -98,6 +98,9 @@ class NLIChecker:
     def entails(self, premise: str, hypothesis: str) -> int:
         key = (premise, hypothesis)
         if key not in self.cache:
+            from jaxeval.interrupt import checkpoint
+
+            checkpoint()  # a signal's safe point between NLI calls
             self.calls += 1
             reply = self.judge.complete([f"premise: {premise} hypothesis: {hypothesis}"])[0]
             if reply.text is None:

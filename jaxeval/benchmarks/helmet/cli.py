@@ -14,6 +14,7 @@ import argparse
 
 from jaxeval.benchmarks.helmet.tasks import CATEGORIES, SAMPLE_DIR
 from jaxeval.errors import ConfigError
+from jaxeval.judges.options import add_judge_arguments
 
 from jaxeval.benchmarks.helmet.summary import describe, summarize  # noqa: F401  (registry hooks)
 
@@ -61,11 +62,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def make_judges(args, agenticlu: bool):
     from jaxeval.judges import make_judge
+    from jaxeval.judges.options import http_options
 
     def build(spec, options):
         if spec is None:
             return None
-        extra = {"api_key_env": args.helmet_judge_key_env} if spec.startswith("http:") else {}
+        extra = {"api_key_env": args.helmet_judge_key_env, **http_options(args)} if spec.startswith("http:") else {}
         return make_judge(spec, **options, **extra)
 
     options = dict(AGENTICLU_JUDGE if agenticlu else HELMET_JUDGE)
@@ -122,6 +124,57 @@ def run_task(model, args, agenticlu: bool) -> tuple[dict, str]:
     return result, format_table(result)
 
 
+def check(task: str, args) -> None:
+    """The flags `run` would reject, checked before anything loads (`run` and `validate`): units,
+    generation settings, judge specs and limits, the AgenticLU prompt file."""
+    from jaxeval.benchmarks.helmet.judging import read_prompt
+
+    _units(args, agenticlu=task == "helmet_agenticlu")
+    _check_judge_flags(args)
+    if args.helmet_agenticlu_generation_max_length < 1:
+        raise ConfigError(f"--helmet_agenticlu_generation_max_length must be >= 1, "
+                          f"got {args.helmet_agenticlu_generation_max_length}")
+    if not args.helmet_agenticlu_temperature >= 0:
+        raise ConfigError(f"--helmet_agenticlu_temperature must be >= 0, got {args.helmet_agenticlu_temperature}")
+    if args.helmet_agenticlu_prompt:
+        read_prompt(args.helmet_agenticlu_prompt)
+
+
+def _check_judge_flags(args) -> None:
+    """Judge specs parse and their settings are sane, without calling or loading a judge."""
+    from pathlib import Path
+
+    from jaxeval.judges.options import check_judge_arguments
+
+    check_judge_arguments(args)
+    if args.helmet_judge_max_tokens is not None and args.helmet_judge_max_tokens < 1:
+        raise ConfigError(f"--helmet_judge_max_tokens must be >= 1, got {args.helmet_judge_max_tokens}")
+    local = {}  # a local judge is a model: only its folder is checked here, it loads when the run needs it
+    for name in ("helmet_judge", "helmet_nli_judge"):
+        spec = getattr(args, name)
+        if spec and spec.startswith("local:"):
+            if not Path(spec[len("local:"):]).is_dir():
+                raise ConfigError(f"--{name} {spec}: no such model folder")
+            local[name] = None
+    make_judges(argparse.Namespace(**{**vars(args), **local}), agenticlu=False)  # HTTP specs: parsed, not called
+
+
+def judged_counts(result: dict, judge, nli) -> dict | None:
+    """The task's judgements for the --judge_max_failures rule (jaxeval/judges/options.py):
+    every judged item of every unit, and every NLI call; None without a judge."""
+    from jaxeval.judges.options import count_judgements
+
+    if judge is None and nli is None:
+        return None
+    summaries = [summary for unit in result["units"] for summary in (unit.get("judge") or {}).values()] \
+        if judge is not None else []
+    if nli is not None and hasattr(nli, "summary"):
+        calls = nli.summary()
+        summaries.append({"judged": calls["calls"] - calls["failed"], "failed": calls["failed"],
+                          "failure_reasons": calls["failures_by_kind"]})
+    return count_judgements(summaries)
+
+
 TASKS = {
     "helmet": lambda model, args: run_task(model, args, agenticlu=False),
     "helmet_agenticlu": lambda model, args: run_task(model, args, agenticlu=True),
@@ -132,6 +185,9 @@ def _record_judge_summaries(result: dict, judge, nli) -> None:
     for name, obj in (("judge_calls", judge), ("nli_judge_calls", nli)):
         if obj is not None and hasattr(obj, "summary"):
             result[name] = obj.summary()
+    counts = judged_counts(result, judge, nli)
+    if counts is not None:
+        result["judged"] = counts
 
 
 def _fmt(value) -> str:
@@ -153,25 +209,42 @@ def format_table(result: dict) -> str:
     for length, row in (result.get("collect") or {}).items():
         cats = ", ".join(f"{c}={_fmt(v['score'])}{'' if v['complete'] else '*'}" for c, v in row["categories"].items())
         lines.append(f"{length}: {cats}; overall={_fmt(row['overall'])}  (* incomplete category)")
+    if result.get("judged"):
+        from jaxeval.judges.options import describe_missing
+
+        lines.append(f"judge: {describe_missing(result['judged'])}")
     return "\n".join(lines)
 
 
 def add_score_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--predictions", required=True,
                         help="HELMET output JSON (eval.py), a folder of them, or a jaxeval results JSON")
-    parser.add_argument("--output_path", default=None, help="folder for helmet_rescored.json (default: none written)")
+    parser.add_argument("--output_path", default=None,
+                        help="folder for helmet_rescored.json (default: a new folder <predictions>_rescored beside them)")
     parser.add_argument("--helmet_agenticlu", action="store_true", help="judge with the AgenticLU binary judge")
     parser.add_argument("--helmet_keypoints", default=None,
                         help="JSONL of id + keypoints (InfBench) or summary/short_keypoints (Multi-LexSum)")
     _judge_arguments(parser)
+    add_judge_arguments(parser)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    """Re-score (and judge) saved outputs, write helmet_rescored.json; JUDGE_FAILURE_EXIT after
+    writing when more judgements are missing than --judge_max_failures allows."""
+    import sys
     from pathlib import Path
 
     from jaxeval.benchmarks.helmet.rescore import read_keypoints, rescore
+    from jaxeval.inputs import score_output_folder
+    from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
     from jaxeval.results.files import write_json_atomic
 
+    _check_judge_flags(args)
+    if args.helmet_agenticlu_prompt:
+        from jaxeval.benchmarks.helmet.judging import read_prompt
+
+        read_prompt(args.helmet_agenticlu_prompt)
+    folder = score_output_folder(args.predictions, args.output_path)
     judge, nli = make_judges(args, args.helmet_agenticlu)
     keypoints = read_keypoints(args.helmet_keypoints) if args.helmet_keypoints else None
     result = rescore(args.predictions, judge=judge, nli=nli, agenticlu=args.helmet_agenticlu,
@@ -186,6 +259,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         if check.get("items_compared"):
             print(f"{unit['dataset']} {unit['length']}: {check['items_differing']} of {check['items_compared']} items "
                   f"differ from their saved per-item metrics")
-    if args.output_path:
-        print(f"wrote {write_json_atomic(Path(args.output_path) / 'helmet_rescored.json', result)}")
+    print(f"wrote {write_json_atomic(Path(folder) / 'helmet_rescored.json', result)}")
+    failure = judge_failure({"helmet": result}, args.judge_max_failures)
+    if failure:
+        print(f"jaxeval: error: {failure}", file=sys.stderr)
+        return JUDGE_FAILURE_EXIT
     return 0

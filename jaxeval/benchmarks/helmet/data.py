@@ -15,12 +15,12 @@ summarisation judge).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from jaxeval.benchmarks.files import read_jsonl_rows
+from jaxeval.benchmarks.files import read_jsonl_file
 from jaxeval.errors import DataError
+from jaxeval.inputs import read_json
 
 HUB_ID = "princeton-nlp/HELMET"
 
@@ -65,18 +65,14 @@ def resolve_file(root: Path, relative: str) -> Path:
 def read_records(path: Path) -> Iterator[tuple[dict, str]]:
     """(record, "FILE, line N") of a JSONL file, or of the "data" list of a .json file."""
     if path.suffix == ".json":
-        try:
-            raw = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}: not valid JSON ({e})") from None
+        raw = read_json(path)
         rows = raw.get("data", raw) if isinstance(raw, dict) else raw
         if not isinstance(rows, list):
             raise DataError(f"{path}: expected a list of records (or {{\"data\": [...]}})")
         for index, row in enumerate(rows):
             yield row, f"{path}, record {index}"
         return
-    with open(path, encoding="utf-8") as f:
-        yield from read_jsonl_rows(f, str(path))
+    yield from read_jsonl_file(path)
 
 
 def _name(value: Any) -> str:

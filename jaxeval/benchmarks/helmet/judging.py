@@ -42,15 +42,17 @@ from jaxeval.judges.base import with_reply_limit
 
 JUDGE_PROMPTS = ASSETS / "judge_prompts"
 AGENTICLU_DEFAULT_PROMPT = "Question: {question}\nGold: {gold}\nModel: {prediction}\nIs the model answer correct?"
-JUDGE_BATCH = 64
+JUDGE_BATCH = 16  # prompts per judge call: the progress bar and a signal's safe point move in these steps
 LONGQA_JUDGE_MAX_TOKENS = 2048  # upstream's scripts/eval_gpt4_longqa.py; summaries keep the judge's 4096
 
 
 def read_prompt(path: str | Path) -> str:
+    from jaxeval.inputs import read_text
+
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: judge prompt file not found")
-    return path.read_text()
+    return read_text(path, ConfigError)
 
 
 def last_json_object(text: str, fenced_fallback: bool = False) -> dict | None:
@@ -85,14 +87,23 @@ def _numbers(reply, keys: Sequence[str], fenced_fallback: bool = False) -> tuple
         return None, f"unparseable: JSON object lacks numeric {'/'.join(keys)}"
 
 
-def _complete(judge, prompts: list[str]) -> list:
+def _complete(judge, prompts: list[str], where: str = "judge") -> list:
+    from jaxeval.interrupt import checkpoint
+    from jaxeval.progress import progress
+
     replies = []
-    for start in range(0, len(prompts), JUDGE_BATCH):
-        batch = prompts[start:start + JUDGE_BATCH]
-        got = judge.complete(batch)
-        if len(got) != len(batch):
-            raise ConfigError(f"the judge returned {len(got)} replies for {len(batch)} prompts")
-        replies += got
+    with progress(desc=f"{where} judge", total=len(prompts), unit="prompt") as bar:
+        for start in range(0, len(prompts), JUDGE_BATCH):
+            checkpoint()
+            batch = prompts[start:start + JUDGE_BATCH]
+            got = judge.complete(batch)
+            if len(got) != len(batch):
+                raise ConfigError(f"the judge returned {len(got)} replies for {len(batch)} prompts")
+            replies += got
+            failed = sum(reply.text is None for reply in replies)
+            bar.update(len(batch))
+            if failed and hasattr(bar, "set_postfix_str"):
+                bar.set_postfix_str(f"{failed} failed")
     return replies
 
 
@@ -110,7 +121,7 @@ def longqa_judgements(items: Sequence[dict], judge, where: str = "outputs") -> l
                                parsed_output=parse_output(_field(it, "output", f"{where} item {i}").replace("\n", " ")))
                for i, it in enumerate(items)]
     out = []
-    for reply in _complete(with_reply_limit(judge, LONGQA_JUDGE_MAX_TOKENS), prompts):
+    for reply in _complete(with_reply_limit(judge, LONGQA_JUDGE_MAX_TOKENS), prompts, where):
         values, error = _numbers(reply, ("fluency", "correctness"))
         out.append({"score": values["fluency"] * values["correctness"] if values else None, "error": error,
                     **(values or {})})
@@ -134,7 +145,7 @@ def summ_judgements(items: Sequence[dict], judge, book: bool, where: str = "outp
         prompts += [templates["fluency"].format(text=summary),
                     templates["recall"].format(keypoints=_keypoints_text(keypoints), summary=summary),
                     templates["precision"].format(expert_summary=expert, summary=summary)]
-    replies = _complete(judge, prompts)
+    replies = _complete(judge, prompts, where)
     out = []
     for i, it in enumerate(items):
         fl, e1 = _numbers(replies[3 * i], ("fluency",), fenced_fallback=True)
@@ -236,7 +247,7 @@ def agenticlu_judgements(items: Sequence[dict], judge, prompt_file: str | Path |
                                else parse_output(_field(it, "output", f"{where} item {i}")))
                for i, it in enumerate(items)]
     out = []
-    for reply in _complete(judge, prompts):
+    for reply in _complete(judge, prompts, where):
         if reply.text is None:
             out.append({"score": None, "error": reply.error or "judge call failed"})
             continue

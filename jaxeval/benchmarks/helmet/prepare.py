@@ -4,7 +4,6 @@ render the prompt (chat or completion), fit it with the model's tokenizer."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from jaxeval.benchmarks.helmet.tasks import ASSETS, EvalUnit, family
 from jaxeval.benchmarks.helmet.templates import Template, template_for
 from jaxeval.benchmarks.helmet.truncation import FittedPrompt, fit_prompt, pretruncate
 from jaxeval.errors import DataError
+from jaxeval.inputs import read_json
 
 PRETRUNCATED = ("narrativeqa", "infbench_qa_eng", "infbench_choice_eng", "infbench_sum_eng", "multi_lexsum")
 # Fields never saved with an output (long; the prompt is reproducible from the data).
@@ -32,7 +32,7 @@ def _alce_prompt_file(unit: EvalUnit, root: Path) -> dict:
     # demo_files of ALCE are prompt files shipped with HELMET (prompts/*.json), also in jaxeval's assets
     for path in (root / unit.demo_file, ASSETS / unit.demo_file):
         if path.is_file():
-            return json.loads(path.read_text())
+            return read_json(path)
     raise DataError(f"{unit.demo_file}: ALCE prompt file not found under {root} or jaxeval's assets")
 
 

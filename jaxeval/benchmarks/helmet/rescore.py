@@ -14,7 +14,6 @@ Accepted inputs (a file or a folder of *.json files):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from jaxeval.benchmarks.helmet.runner import apply_judgement, judge_dataset, score_records
@@ -27,10 +26,9 @@ KEYPOINT_FIELDS = ("keypoints", "summary/short_keypoints")
 
 
 def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise DataError(f"{path}: not a readable JSON file ({e})") from None
+    from jaxeval.inputs import read_json
+
+    return read_json(path)
 
 
 def _helmet_file(path: Path, raw: dict) -> list[dict]:
@@ -39,6 +37,8 @@ def _helmet_file(path: Path, raw: dict) -> list[dict]:
         raise DataError(f"{path}: field 'args.datasets' missing (not a HELMET output file)")
     if not isinstance(raw.get("data"), list):
         raise DataError(f"{path}: field 'data' missing or not a list")
+    if not raw["data"]:
+        raise DataError(f"{path}: field 'data' is empty (no outputs to score)")
     official = dict(raw.get("averaged_metrics") or {})
     score_file = Path(str(path) + ".score")
     if score_file.is_file():
@@ -100,14 +100,13 @@ def load_saved(path: str | Path) -> list[dict]:
 
 def read_keypoints(path: str | Path) -> dict[str, list[str]]:
     """id -> keypoints from a JSONL file (InfBench keypoints or Multi-LexSum validation rows)."""
+    from jaxeval.benchmarks.files import read_jsonl_file
+
     out = {}
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        field = next((f for f in KEYPOINT_FIELDS if isinstance(row.get(f), list)), None)
+    for row, where in read_jsonl_file(path):
+        field = next((f for f in KEYPOINT_FIELDS if isinstance(row, dict) and isinstance(row.get(f), list)), None)
         if field is None or "id" not in row:
-            raise DataError(f"{path}, line {number}: fields 'id' and 'keypoints' (or 'summary/short_keypoints') needed")
+            raise DataError(f"{where}: fields 'id' and 'keypoints' (or 'summary/short_keypoints') needed")
         out[str(row["id"])] = row[field]
     return out
 

@@ -99,7 +99,8 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--e", action="store_true",
                         help="LongBench-E: score per length bucket (0-4k, 4-8k, 8k+)")
     parser.add_argument("--output_path", default=None,
-                        help="folder for result.json and jaxeval's results JSON (default: --predictions)")
+                        help="folder for result.json and jaxeval's results JSON (default: a new folder "
+                             "<predictions>_rescored beside them; no file among the predictions is rewritten)")
     parser.add_argument("--code_sim_backend", choices=BACKENDS, default="difflib",
                         help="lcc/repobench-p similarity: difflib (official) or levenshtein "
                              "(fuzzywuzzy with python-Levenshtein installed)")
@@ -116,9 +117,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     """
     from jaxeval.benchmarks.longbench.rescore import rescore_predictions
     from jaxeval.benchmarks.longbench.results import format_scores_table
+    from jaxeval.inputs import score_output_folder
 
     options = ScoringOptions(code_sim_backend=args.code_sim_backend, rouge_recursion=args.rouge_recursion)
-    result = rescore_predictions(args.predictions, e=args.e, output_dir=args.output_path, options=options)
+    result = rescore_predictions(args.predictions, e=args.e, options=options,
+                                 output_dir=score_output_folder(args.predictions, args.output_path))
     print(format_scores_table(result))
     check = result["result_json_check"]
     if check is not None:

@@ -15,14 +15,13 @@ predictions line up.
 from __future__ import annotations
 
 import dataclasses
-import io
 import re
 import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
 from jaxeval.benchmarks.longbench.tasks import CONFIGS, HUB_ID, TASKS, dataset_of_config
-from jaxeval.benchmarks.files import read_jsonl_rows, read_parquet_rows
+from jaxeval.benchmarks.files import read_jsonl_file, read_jsonl_rows, read_parquet_rows
 from jaxeval.errors import DataError
 
 _HUB_ID_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
@@ -123,7 +122,10 @@ def load_config(data: str | Path, config: str) -> list[LongBenchRecord]:
         rows = _read_zip(download_data_zip(data), config)
     else:
         raise DataError(f"{data}: no such folder or file, and not a hub id (owner/name)")
-    return [_record(raw, config, index, origin) for index, (raw, origin) in enumerate(rows)]
+    records = [_record(raw, config, index, origin) for index, (raw, origin) in enumerate(rows)]
+    if not records:  # would otherwise fail only when scored, after everything else was generated
+        raise DataError(f"{data}: LongBench config '{config}' holds no records")
+    return records
 
 
 def download_data_zip(repo_id: str = HUB_ID) -> Path:
@@ -141,8 +143,7 @@ def download_data_zip(repo_id: str = HUB_ID) -> Path:
 def _read_folder(folder: Path, config: str) -> Iterator[tuple[Any, str]]:
     for candidate in (folder / f"{config}.jsonl", folder / "data" / f"{config}.jsonl"):
         if candidate.is_file():
-            with open(candidate, encoding="utf-8") as lines:
-                yield from read_jsonl_rows(lines, str(candidate))
+            yield from read_jsonl_file(candidate)
             return
     parquet = sorted((folder / config).glob("test-*.parquet")) if (folder / config).is_dir() else []
     if not parquet:
@@ -167,4 +168,4 @@ def _read_zip(path: Path, config: str) -> Iterator[tuple[Any, str]]:
         if member is None:
             raise DataError(f"{path}: no data/{config}.jsonl inside for LongBench config '{config}'")
         with archive.open(member) as raw:
-            yield from read_jsonl_rows(io.TextIOWrapper(raw, encoding="utf-8"), f"{path}:{member}")
+            yield from read_jsonl_rows(raw, f"{path}:{member}")

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from jaxeval.benchmarks.longbench.scoring import PredictionRow
 from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, E_SUFFIX
+from jaxeval.benchmarks.files import read_jsonl_file
 from jaxeval.errors import DataError
 
 
@@ -52,20 +53,7 @@ def _row(record: Any, where: str, need_length: bool) -> PredictionRow:
 def read_prediction_file(path: str | Path, need_length: bool = False) -> list[PredictionRow]:
     """Every line of one prediction file, checked. need_length: every line must have `length`."""
     path = Path(path)
-    rows = []
-    try:
-        with open(path, encoding="utf-8") as lines:
-            for line_number, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                where = f"{path}, line {line_number}"
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise DataError(f"{where}: not valid JSON ({error.msg})") from None
-                rows.append(_row(record, where, need_length))
-    except OSError as error:
-        raise DataError(f"{path}: cannot read ({error.strerror or error})") from None
+    rows = [_row(record, where, need_length) for record, where in read_jsonl_file(path)]
     if not rows:
         raise DataError(f"{path}: no predictions (an empty file cannot be scored)")
     return rows

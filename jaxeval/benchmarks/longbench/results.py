@@ -88,11 +88,10 @@ def _same(a, b) -> bool:
 
 def compare_result_json(path: str | Path, scores: Mapping) -> dict:
     """How `scores` compare with an existing result.json: which datasets differ or are missing."""
+    from jaxeval.inputs import read_json
+
     path = Path(path)
-    try:
-        official = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise DataError(f"{path}: an existing result.json that cannot be read ({error})") from None
+    official = read_json(path, name="result.json")
     if not isinstance(official, dict):
         raise DataError(f"{path}: expected a JSON object of dataset scores")
     differences = {name: {"result_json": official[name], "jaxeval": scores[name]}

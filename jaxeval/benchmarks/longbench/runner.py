@@ -104,10 +104,13 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
     resolved_format = resolve_chat_format(chat_format, tokenizer)
     benchmark = benchmark_name(e)
 
+    # every dataset is loaded and checked before the first generation: bad or empty data stops the run early
+    loaded: dict[str, list[LongBenchRecord]] = {dataset: load_config(data, config_name(dataset, e))[:limit]
+                                               for dataset in chosen}
     rows: dict[str, list[PredictionRow]] = {}
     outputs: dict[str, list[dict]] = {}
     for dataset in chosen:
-        records: list[LongBenchRecord] = load_config(data, config_name(dataset, e))[:limit]
+        records = loaded[dataset]
         requests = [build_request(record, tokenizer, budget, resolved_format, benchmark)
                     for record in progress(records, desc=f"{benchmark} {dataset} tokenization", unit="record")]
         predictions = [record["pred"] for record in map_journaled(

@@ -86,6 +86,27 @@ def run_task(model, args) -> tuple[dict, str]:
 TASKS = {"longbench_pro": run_task}
 
 
+def check(task: str, args) -> None:
+    """The flags `run` would reject, checked before anything loads (`run` and `validate`)."""
+    from jaxeval.benchmarks.longbench_pro.prompts import PromptSettings
+    from jaxeval.benchmarks.longbench_pro.tasks import max_new_tokens_for
+    from jaxeval.errors import ConfigError
+
+    budget, length = args.longbench_pro_max_new_tokens, args.longbench_pro_truncation_length
+    PromptSettings(mode=args.longbench_pro_mode, model_type=args.longbench_pro_model_type,
+                   truncation_length=120_000 if length is None else length,
+                   max_new_tokens=budget if budget is not None else max_new_tokens_for(args.longbench_pro_mode),
+                   chat_format=args.longbench_pro_chat_format)
+    if args.longbench_pro_runs < 1:
+        raise ConfigError(f"--longbench_pro_runs must be a positive integer, got {args.longbench_pro_runs}")
+    temperature, top_p = args.longbench_pro_temperature, args.longbench_pro_top_p
+    if temperature is not None and not temperature >= 0:
+        raise ConfigError(f"--longbench_pro_temperature must be >= 0, got {temperature}")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ConfigError(f"--longbench_pro_top_p must be in (0, 1], got {top_p}")
+    _scoring(args, "longbench_pro_")
+
+
 def describe() -> dict:
     from jaxeval.benchmarks.longbench_pro.tasks import DIMENSIONS, SECONDARY_TASKS
 
@@ -127,7 +148,8 @@ def add_score_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--predictions", required=True,
                         help="official inference/evaluation JSONL, a folder of one run's inference shards, "
                              "jaxeval's --log_samples JSONL, or a JSON with a 'samples' list")
-    parser.add_argument("--output_path", default=None, help="folder for the outputs (default: beside --predictions)")
+    parser.add_argument("--output_path", default=None,
+                        help="folder for the outputs (default: a new folder <predictions>_rescored beside them)")
     parser.add_argument("--bon_num", type=int, default=None, help="runs per question (default: the largest bon_idx)")
     _add_scoring_arguments(parser, "")
 
@@ -136,10 +158,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     """Score, print the table, write the evaluation JSONL, summary and results; 0 on success."""
     from jaxeval.benchmarks.longbench_pro.rescore import rescore_predictions
     from jaxeval.benchmarks.longbench_pro.summary import format_table
+    from jaxeval.inputs import score_output_folder
 
     semsim, options = _scoring(args, "")
-    result = rescore_predictions(args.predictions, output_dir=args.output_path, bon_num=args.bon_num,
-                                 semsim=semsim, options=options)
+    result = rescore_predictions(args.predictions, output_dir=score_output_folder(args.predictions, args.output_path),
+                                 bon_num=args.bon_num, semsim=semsim, options=options)
     print(format_table(result["summary"], result["extra"]))
     check = result["check"]
     if check is not None:

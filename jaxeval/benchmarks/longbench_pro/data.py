@@ -10,13 +10,13 @@ record id and the field.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
-from jaxeval.benchmarks.files import read_jsonl_rows
+from jaxeval.benchmarks.files import read_jsonl_file
 from jaxeval.benchmarks.longbench_pro.tasks import DIMENSIONS, HUB_FILE, HUB_ID, SECONDARY_TASKS, SHIPPED_SAMPLE
 from jaxeval.errors import DataError
+from jaxeval.inputs import read_json
 
 _STRING_FIELDS = ("id", "context", "language", "token_length", "primary_task", "secondary_task",
                   "contextual_requirement", "question_nonthinking", "question_thinking", "difficulty")
@@ -84,23 +84,9 @@ def to_record(raw: dict, where: str) -> LongBenchProRecord:
     return LongBenchProRecord(**fields, answer=tuple(raw["answer"]), origin=where)
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"{path}: cannot read ({error})") from None
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as error:
-        raise DataError(f"{path}: not valid JSON ({error.msg} at line {error.lineno})") from None
-
-
 def read_jsonl(path: Path) -> list[tuple[Any, str]]:
     """(row, "FILE, line N") for every non-blank line."""
-    return list(read_jsonl_rows(read_text(path).splitlines(), str(path)))
+    return list(read_jsonl_file(path))
 
 
 def _read_rows(path: Path) -> list[tuple[Any, str]]:

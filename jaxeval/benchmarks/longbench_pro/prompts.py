@@ -43,10 +43,14 @@ def user_message(record: LongBenchProRecord, field: str) -> str:
     return (record.context + JOIN + getattr(record, field)).strip()
 
 
+def check_truncation_length(limit) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 2:
+        raise ConfigError(f"the truncation length must be an integer of at least 2 tokens, got {limit!r}")
+
+
 def middle_truncate(text: str, tokenizer, limit: int) -> tuple[str, int, bool]:
     """(text cut to `limit` tokens of `tokenizer` as the official harness cuts, tokens before, cut?)."""
-    if not isinstance(limit, int) or limit < 2:
-        raise ConfigError(f"the truncation length must be an integer of at least 2 tokens, got {limit!r}")
+    check_truncation_length(limit)
     ids = encode(tokenizer, text, add_special_tokens=False)
     if len(ids) <= limit:
         return text, len(ids), False
@@ -64,6 +68,9 @@ class PromptSettings:
 
     def __post_init__(self):
         question_field(self.mode, self.model_type)
+        check_truncation_length(self.truncation_length)
+        if isinstance(self.max_new_tokens, bool) or not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ConfigError(f"the output budget must be a positive integer of tokens, got {self.max_new_tokens!r}")
         if self.chat_format not in CHAT_FORMATS:
             raise ConfigError(f"unknown chat_format {self.chat_format!r}; available: {', '.join(CHAT_FORMATS)}")
 

@@ -16,11 +16,12 @@ import json
 import re
 from pathlib import Path
 
-from jaxeval.benchmarks.longbench_pro.data import read_json, read_jsonl
+from jaxeval.benchmarks.longbench_pro.data import read_jsonl
 from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench_pro.scoring import check_row, score_row, summarize_rows
 from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
 from jaxeval.errors import DataError
+from jaxeval.inputs import read_json
 from jaxeval.results.files import write_json_atomic
 from jaxeval.results.storage import write_text_atomic
 

@@ -11,7 +11,6 @@ generated again. Scoring runs after generation, so a journal survives a scoring 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -41,10 +40,11 @@ def resolve_sampling(model_path: str, temperature: float | None, top_p: float | 
     config_file = Path(model_path) / "generation_config.json"
     defaults = {}
     if config_file.is_file():
-        try:
-            defaults = json.loads(config_file.read_text())
-        except json.JSONDecodeError as error:
-            raise ConfigError(f"{config_file}: not valid JSON ({error.msg})") from None
+        from jaxeval.inputs import read_json
+
+        defaults = read_json(config_file, ConfigError)
+        if not isinstance(defaults, dict):
+            raise ConfigError(f"{config_file}: expected a JSON object")
     source = "given" if temperature is not None else (
         "generation_config.json" if "temperature" in defaults else "default 1.0 (official fallback)")
     return Sampling(temperature if temperature is not None else float(defaults.get("temperature", 1.0)),
