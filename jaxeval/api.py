@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,7 +18,8 @@ from jaxeval.engine.read import read as engine_read
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.attention import BACKENDS, check_attention
 from jaxeval.models.checkpoint import TOKENIZER_FILES, is_jaxeval_checkpoint, load_checkpoint_params
-from jaxeval.models.config import ModelConfig, check_overrides, load_hf_config
+from jaxeval.models.config import ModelConfig, check_overrides, config_from_hf, load_hf_config
+from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
 from jaxeval.models.decoder import Decoder, param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
@@ -117,7 +119,10 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         dtype = default_dtype()
     config_overrides = check_overrides(config_overrides, "load_model")
     folder = resolve_model_path(path)
-    config = load_hf_config(folder, config_overrides)
+    gguf = gguf_file(folder)  # a llama.cpp checkpoint: config, weights and tokenizer in one file
+    source = GGUFCheckpoint(gguf) if gguf else None
+    config = (config_from_hf(source.config, where=str(gguf), overrides=config_overrides) if source
+              else load_hf_config(folder, config_overrides))
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
     targets = None
     if mesh is not None:
@@ -128,13 +133,15 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     if is_jaxeval_checkpoint(folder):
         params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=targets)
     elif targets is None:
-        params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype))
+        params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype, tensors=source))
     else:
-        params = load_hf_params(folder, config, np_dtype, shardings=targets)
+        params = load_hf_params(folder, config, np_dtype, shardings=targets, tensors=source)
     module = build_module(config, params, dtype)
-    tokenizer = load_tokenizer_from(folder) if load_tokenizer else None
+    tokenizer = None
+    if load_tokenizer:
+        tokenizer = load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder)
     return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
-                 fingerprint=fingerprint(folder, dtype), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
+                 fingerprint=fingerprint(folder, dtype, gguf), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides)
 
 
@@ -153,7 +160,7 @@ def resolve_model_path(path: str | Path) -> Path:
     if is_url(path):  # gs://bucket/model or any fsspec URL: copied once into the local cache
         return local_copy(str(path))
     folder = Path(path)
-    if folder.is_dir():
+    if folder.is_dir() or (folder.is_file() and folder.suffix == ".gguf"):
         return folder
     text = str(path)
     if folder.exists() or text.startswith((".", "/", "~")) or text.count("/") != 1:
@@ -179,11 +186,14 @@ def load_tokenizer_from(folder: Path):
         raise CheckpointError(f"{folder}: tokenizer files present but unreadable ({type(e).__name__}: {e})") from None
 
 
-def fingerprint(folder: Path, dtype: str) -> str:
+def fingerprint(folder: Path, dtype: str, gguf: Path | None = None) -> str:
     """Hash of the config, the weights' content (sampled), the dtype, the tokenizer and the chat
-    template (jaxeval.fingerprint; the journal names the part that differs)."""
-    from jaxeval.fingerprint import model_fingerprint
+    template (jaxeval.fingerprint; the journal names the part that differs). A GGUF file holds all
+    of them: its sampled content and the dtype."""
+    from jaxeval.fingerprint import model_fingerprint, sampled_digest
 
+    if gguf is not None:
+        return hashlib.sha256(f"gguf:{sampled_digest(gguf)}:{dtype}".encode()).hexdigest()[:16]
     return model_fingerprint(folder, dtype)
 
 

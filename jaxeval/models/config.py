@@ -96,6 +96,22 @@ class ModelConfig:
                                   f"{self.rotary_dim // 2}")
 
     @property
+    def context_limit(self) -> int:
+        """The longest sequence jaxeval runs: max_position_embeddings, or for dynamic NTK (which exists to
+        run past it) max_position_embeddings * factor."""
+        if self.rope.kind == "dynamic":
+            return int(self.max_position_embeddings * self.rope.factor)
+        return self.max_position_embeddings
+
+    @property
+    def context_source(self) -> str:
+        """Where context_limit comes from, for error messages."""
+        if self.rope.kind == "dynamic":
+            return (f"{self.context_limit} = max_position_embeddings={self.max_position_embeddings} x dynamic NTK "
+                    f"factor {self.rope.factor:g}")
+        return f"max_position_embeddings={self.max_position_embeddings}"
+
+    @property
     def attention_scale(self) -> float:
         return self.query_scale or self.head_dim ** -0.5
 
@@ -118,7 +134,24 @@ class ModelConfig:
         return cls(**d)
 
 
-def load_hf_config(path: str | Path) -> ModelConfig:
+# config.json fields a user may override at load time (how model cards enable long context: YaRN over
+# 32k, a larger max_position_embeddings), from load_model(**overrides), --model_args or the run YAML.
+CONFIG_OVERRIDES = ("rope_scaling", "rope_parameters", "rope_theta", "max_position_embeddings",
+                    "original_max_position_embeddings", "partial_rotary_factor", "sliding_window")
+
+
+def check_overrides(overrides: dict[str, Any] | None, where: str = "model overrides") -> dict[str, Any]:
+    """The overrides as a plain dict, each key one of CONFIG_OVERRIDES."""
+    overrides = dict(overrides or {})
+    for key in overrides:
+        if key not in CONFIG_OVERRIDES:
+            raise ConfigError(f"{where}: {key!r} is not a config.json field jaxeval lets you override "
+                              f"(overridable: {', '.join(CONFIG_OVERRIDES)})")
+    return overrides
+
+
+def load_hf_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ModelConfig:
+    """The ModelConfig of a model folder (or config.json), with `overrides` replacing config.json fields."""
     path = Path(path)
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
@@ -127,19 +160,25 @@ def load_hf_config(path: str | Path) -> ModelConfig:
         raw = json.loads(file.read_text())
     except json.JSONDecodeError as e:
         raise ConfigError(f"{file}: not valid JSON ({e})") from None
-    return config_from_hf(raw, where=str(file))
+    return config_from_hf(raw, where=str(file), overrides=overrides)
 
 
-def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConfig:
-    """Translate a HF config dict; `where` names the source in every error."""
+def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: dict[str, Any] | None = None
+                   ) -> ModelConfig:
+    """Translate a HF config dict; `where` names the source in every error. overrides: see CONFIG_OVERRIDES
+    (for a multimodal Gemma 3 they apply to its text tower)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+    overrides = check_overrides(overrides)
     if raw.get("model_type") == "gemma3":  # multimodal Gemma 3: read its text tower
         text = raw.get("text_config")
         if not isinstance(text, dict):
             raise ConfigError(f"{where}: model_type='gemma3' but field 'text_config' is {text!r}")
         special = {k: raw[k] for k in ("bos_token_id", "eos_token_id") if raw.get(k) is not None}
         raw = {**GEMMA3_TEXT_DEFAULTS, **text, **special, "model_type": "gemma3_text"}
+    if overrides:
+        raw = {**raw, **overrides}
+        where = f"{where} with overrides of {', '.join(sorted(overrides))}"
     model_type = raw.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigError(f"{where}: model_type={model_type!r} is not supported "
@@ -194,7 +233,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json") -> ModelConf
     eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (int(eos),))
     sliding = size("sliding_window", window) if window else None
     layer_fields = families.family_fields(raw, model_type, hidden, where)
-    nope = families.no_rope_layers(raw, model_type, num_layers, where)
+    nope = families.no_rope_layers(raw, model_type, num_layers, where, layer_types)
     eps = _number(raw.get("rms_norm_eps", 1e-6), where, "rms_norm_eps")
     try:  # the dataclass's own checks (e.g. longrope factors vs the rotary dim) get the file's name too
         return ModelConfig(

@@ -28,6 +28,7 @@ _OLMO_NORMS = {"post_attn_norm": "post_attention_layernorm.weight", "post_mlp_no
 _FAMILY_NAMES = {
     "gemma2": _GEMMA_NORMS, "gemma3_text": _GEMMA_NORMS, "olmo2": _OLMO_NORMS, "olmo3": _OLMO_NORMS,
     "glm4": {"post_attn_norm": "post_self_attn_layernorm.weight", "post_mlp_norm": "post_mlp_layernorm.weight"},
+    "exaone4": {"post_attn_norm": "post_attention_layernorm.weight", "post_mlp_norm": "post_feedforward_layernorm.weight"},
 }
 _FUSED_QKV = ("phi3",)  # self_attn.qkv_proj: rows [q (H*hd); k (KV*hd); v (KV*hd)]
 _FUSED_GATE_UP = ("phi3", "glm", "glm4")  # mlp.gate_up_proj: rows [gate (F); up (F)]
@@ -102,15 +103,18 @@ def _prefix(st: SafetensorsFolder) -> str:
                           f"({', '.join(p or '(none)' for p in _PREFIXES)})")
 
 
-def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None) -> dict:
+def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None, tensors=None) -> dict:
     """Read a HF safetensors folder into our nested dict of arrays, cast to `dtype`.
+
+    tensors: another source of HF-named tensors (`name in tensors`, `tensors.get(name)`, `.folder`),
+    e.g. jaxeval.models.gguf_weights.GGUFCheckpoint; default: the folder's safetensors files.
 
     Without shardings: numpy arrays. With shardings (a nested dict of NamedSharding matching
     param_shapes, e.g. jaxeval.models.sharding.param_shardings): global jax arrays built shard by
     shard, each process reading only the bytes of the slices its own devices hold (the files are
     memory-mapped; our layout is a view of the HF one, so a slice touches only its own rows).
     """
-    st = SafetensorsFolder(folder)
+    st = SafetensorsFolder(folder) if tensors is None else tensors
     prefix = _prefix(st)
     shapes = param_shapes(c)
 

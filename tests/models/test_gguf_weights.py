@@ -1,0 +1,175 @@
+"""GGUF checkpoints loaded natively: config from the metadata, tensors dequantized by the gguf package with
+llama.cpp's conversions undone (q/k row permutation for llama, 1 + w norms for Gemma).
+
+The default tests write small GGUF files the way llama.cpp's converter does (from random Hugging Face
+tensors) and check that jaxeval reads back the Hugging Face model; the `realweights` tests load the two
+real GGUF checkpoints from the package registry and compare with transformers' own GGUF loading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+import jaxeval  # noqa: E402
+from jaxeval.errors import CheckpointError  # noqa: E402
+from jaxeval.models.config import load_hf_config  # noqa: E402
+from jaxeval.models.gguf_weights import GGUFCheckpoint  # noqa: E402
+from jaxeval.models.hf_weights import load_hf_params  # noqa: E402
+
+LLAMA = dict(model_type="llama", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=512,
+             rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+
+
+def permute(w: np.ndarray, heads: int) -> np.ndarray:
+    """What llama.cpp's converter does to Llama q/k rows (its interleaved rope)."""
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def write_llama_gguf(path: Path, tensors: dict[str, np.ndarray], qtype=gguf.GGMLQuantizationType.F32) -> Path:
+    c = LLAMA
+    writer = gguf.GGUFWriter(str(path), arch="llama")
+    writer.add_block_count(c["num_hidden_layers"])
+    writer.add_context_length(c["max_position_embeddings"])
+    writer.add_embedding_length(c["hidden_size"])
+    writer.add_feed_forward_length(c["intermediate_size"])
+    writer.add_head_count(c["num_attention_heads"])
+    writer.add_head_count_kv(c["num_key_value_heads"])
+    writer.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    writer.add_rope_freq_base(c["rope_theta"])
+    writer.add_rope_dimension_count(c["head_dim"])
+    writer.add_vocab_size(c["vocab_size"])
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per_layer = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                 "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
+    for name, w in tensors.items():
+        if name.startswith("model.layers."):
+            i, rest = name[len("model.layers."):].split(".", 1)
+            hf, kind = rest.rsplit(".", 1)
+            target = f"blk.{i}.{per_layer[hf]}.{kind}"
+            if hf in ("self_attn.q_proj", "self_attn.k_proj"):
+                w = permute(w, c["num_attention_heads"] if "q_proj" in hf else c["num_key_value_heads"])
+        else:
+            target = names[name]
+        if w.ndim == 2 and qtype != gguf.GGMLQuantizationType.F32:
+            writer.add_tensor(target, gguf.quants.quantize(w, qtype), raw_dtype=qtype)
+        else:
+            writer.add_tensor(target, w)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.fixture
+def hf_and_gguf(tmp_path):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest import hf_llama_tensors, write_hf_folder
+
+    tensors = hf_llama_tensors(LLAMA, seed=3)
+    folder = write_hf_folder(tmp_path / "hf", LLAMA, tensors)
+    return folder, tensors
+
+
+def test_gguf_reads_back_the_hugging_face_model(hf_and_gguf, tmp_path):
+    """F32 GGUF written as llama.cpp converts: the same config and bit-identical parameters as the HF folder."""
+    folder, tensors = hf_and_gguf
+    file = write_llama_gguf(tmp_path / "m.gguf", tensors)
+    checkpoint = GGUFCheckpoint(file)
+    config = load_hf_config(folder)
+    got = jaxeval.load_model(file, dtype="float32", load_tokenizer=False)
+    assert got.config == dataclasses.replace(config, rms_norm_eps=float(np.float32(1e-5)))  # GGUF keeps float32
+    want = load_hf_params(folder, config, np.float32)
+    for name in want["layers"]:
+        np.testing.assert_array_equal(np.asarray(got.module.params()["layers"][name]), want["layers"][name])
+    np.testing.assert_array_equal(np.asarray(got.module.params()["lm_head"]), want["lm_head"])
+    assert "model.layers.0.self_attn.q_proj.weight" in checkpoint and "model.layers.0.mlp.gate_proj.bias" \
+        not in checkpoint
+
+
+def test_quantized_gguf_equals_its_dequantized_values(hf_and_gguf, tmp_path):
+    """Q8_0 tensors: jaxeval's model holds exactly gguf's dequantization of them, and reads like the
+    HF model up to the quantization error; the permutation is undone on the dequantized rows."""
+    folder, tensors = hf_and_gguf
+    file = write_llama_gguf(tmp_path / "q8.gguf", tensors, gguf.GGMLQuantizationType.Q8_0)
+    model = jaxeval.load_model(file, dtype="float32", load_tokenizer=False)
+    q = tensors["model.layers.1.self_attn.q_proj.weight"]
+    stored = gguf.quants.dequantize(gguf.quants.quantize(permute(q, 4), gguf.GGMLQuantizationType.Q8_0),
+                                    gguf.GGMLQuantizationType.Q8_0)
+    expected = stored.reshape(4, 4, 2, 32).swapaxes(1, 2).reshape(32, 32).T.reshape(32, 4, 8)  # un-permuted
+    np.testing.assert_array_equal(np.asarray(model.module.params()["layers"]["wq"][1]), expected)
+    reference = jaxeval.load_model(folder, dtype="float32", load_tokenizer=False)
+    ids = np.random.default_rng(0).integers(3, 64, 200)
+    a = model.read(ids, np.arange(1, 200), ids[1:]).logprobs
+    b = reference.read(ids, np.arange(1, 200), ids[1:]).logprobs
+    assert 1e-5 < float(np.abs(a - b).max()) < 0.2  # quantized (Q8_0: ~0.4% per weight), and close
+
+
+def test_bad_gguf_files_name_the_file(tmp_path, hf_and_gguf):
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a gguf file at all")
+    with pytest.raises(CheckpointError, match="junk.gguf: not a readable GGUF file"):
+        jaxeval.load_model(junk, dtype="float32", load_tokenizer=False)
+    writer = gguf.GGUFWriter(str(tmp_path / "rwkv.gguf"), arch="rwkv6")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(CheckpointError, match="rwkv.gguf: GGUF architecture 'rwkv6' is not supported"):
+        jaxeval.load_model(tmp_path / "rwkv.gguf", dtype="float32", load_tokenizer=False)
+    two = tmp_path / "two"
+    two.mkdir()
+    for name in ("a.gguf", "b.gguf"):
+        (two / name).write_bytes(b"x")
+    with pytest.raises(CheckpointError, match="several .gguf files"):
+        jaxeval.load_model(two, dtype="float32")
+
+
+def _real_gguf(name: str, tmp_path_factory) -> Path:
+    sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
+    import build_real_models as real
+
+    model = real.MODELS[name]
+    try:
+        parts = real.gguf_parts(model)
+    except real.BuildError as e:
+        pytest.skip(str(e))
+    return real.assemble_gguf(model, parts, tmp_path_factory.mktemp("gguf"))
+
+
+@pytest.mark.realweights
+@pytest.mark.parametrize("name", ["smollm2-135m", "gemma3-270m"])
+def test_real_gguf_equals_transformers_dequantization(name, tmp_path_factory):
+    """The real Q4_1 SmolLM2 and Q4_K_M Gemma 3 GGUF files: jaxeval's own loading gives the config, every
+    parameter (bit for bit) and the tokenizer that transformers' GGUF loading + save_pretrained gives."""
+    out = Path(os.environ.get("JAXEVAL_REAL_MODELS", "~/.cache/jaxeval/real_models")).expanduser() / name
+    if not (out / "build_info.json").is_file():
+        pytest.skip(f"{out}: not built (python scripts/build_real_models.py)")
+    file = _real_gguf(name, tmp_path_factory)
+    ours = jaxeval.load_model(file, dtype="float32")
+    theirs = jaxeval.load_model(out, dtype="float32")
+    assert ours.config == theirs.config
+    for (path, a), b in zip(_leaves(ours.module.params()), _leaves(theirs.module.params())):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b[1]), err_msg=path)
+    text = "The tower is 324 metres tall, about the same height as an 81-storey building."
+    assert ours.tokenizer(text).input_ids == theirs.tokenizer(text).input_ids
+    assert ours.tokenizer.chat_template == theirs.tokenizer.chat_template
+
+
+def _leaves(tree, prefix=""):
+    if isinstance(tree, dict):
+        return [leaf for key in sorted(tree) for leaf in _leaves(tree[key], f"{prefix}/{key}")]
+    return [(prefix, tree)]
