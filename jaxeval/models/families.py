@@ -15,7 +15,7 @@ from jaxeval.errors import ConfigError
 FULL, SLIDING = "full_attention", "sliding_attention"
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
-                         "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite")
+                         "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss")
 PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4")  # families whose attention rotates only part of each head
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
@@ -37,12 +37,15 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "smollm3": {"rope_theta": 2_000_000.0, "tie_word_embeddings": True},
     "olmo3": {"rope_theta": 500_000.0, "sliding_window": 4096},
     "ministral": {"sliding_window": 4096},
+    "exaone4": {"sliding_window": 4096, "sliding_window_pattern": 4},
+    "seed_oss": {"head_dim": 128, "attention_bias": True},
 }
 
-# attention_bias: qwen2 always has q/k/v biases; GLM's q/k/v follow attention_bias (o never has one); Mistral,
-# Ministral and Phi-3 build their projections without biases whatever the field says. Elsewhere the field
-# adds an o_proj bias too, which jaxeval does not have.
-QKV_BIAS_ALWAYS, QKV_BIAS_FROM_FIELD, BIAS_FIELD_IGNORED = ("qwen2",), ("glm", "glm4"), ("mistral", "ministral", "phi3")
+# attention_bias: qwen2 always has q/k/v biases; GLM's and Seed-OSS's q/k/v follow attention_bias (o has none;
+# Seed-OSS's has attention_out_bias); Mistral, Ministral, Phi-3 and EXAONE 4 build their projections without
+# biases whatever the field says. Elsewhere the field adds an o_proj bias too, which jaxeval does not have.
+QKV_BIAS_ALWAYS, QKV_BIAS_FROM_FIELD = ("qwen2",), ("glm", "glm4", "seed_oss")
+BIAS_FIELD_IGNORED = ("mistral", "ministral", "phi3", "exaone4")
 
 # SmolLM3-3B's config.json says pretraining_tp=2; transformers' SmolLM3 never reads the field.
 IGNORES_PRETRAINING_TP = ("smollm3",)
@@ -88,6 +91,14 @@ def layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
             types = [SLIDING if (i + 1) % 4 else FULL for i in range(num_layers)]
         elif model_type == "ministral":
             types = [SLIDING if raw.get("sliding_window") is not None else FULL] * num_layers
+        elif model_type == "exaone4":  # sliding but every sliding_window_pattern-th layer, none without a window
+            types = [FULL] * num_layers
+            if raw.get("sliding_window") is not None:
+                if isinstance(raw.get("sliding_window_pattern"), str):  # Exaone4Config fails on these too
+                    raise ConfigError(f"{where}: field 'sliding_window_pattern'={raw['sliding_window_pattern']!r} "
+                                      "needs an explicit 'layer_types' (transformers reads only an integer pattern)")
+                pattern = _positive_int(raw, "sliding_window_pattern", 4, where)
+                types = [SLIDING if (i + 1) % pattern else FULL for i in range(num_layers)]
         elif model_type == "smollm3":  # sliding only on NoPE layers, and only with use_sliding_window
             nope = set(no_rope_layers(raw, model_type, num_layers, where))
             slide = raw.get("use_sliding_window") and raw.get("sliding_window") is not None
@@ -107,12 +118,15 @@ def layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
     return tuple(types)
 
 
-def no_rope_layers(raw, model_type, num_layers, where) -> tuple[int, ...]:
-    """Indices of the layers without rotary embeddings (SmolLM3's NoPE layers).
+def no_rope_layers(raw, model_type, num_layers, where, types=()) -> tuple[int, ...]:
+    """Indices of the layers without rotary embeddings (NoPE); types: the layer types, for EXAONE 4.
 
     SmolLM3's `no_rope_layers` holds one flag per layer, 1 where the layer *uses* rope (at least
     num_hidden_layers entries; the rest is unused); without it, every no_rope_layer_interval-th layer is NoPE.
+    EXAONE 4 rotates only its sliding layers once sliding_window is set (global NoPE), every layer without it.
     """
+    if model_type == "exaone4":
+        return () if raw.get("sliding_window") is None else tuple(i for i, t in enumerate(types) if t == FULL)
     if model_type != "smollm3":
         return ()
     flags = raw.get("no_rope_layers")
@@ -127,6 +141,9 @@ def no_rope_layers(raw, model_type, num_layers, where) -> tuple[int, ...]:
 
 
 def bias_fields(raw, model_type, where) -> dict[str, Any]:
+    if raw.get("attention_out_bias") not in (None, False):
+        raise ConfigError(f"{where}: field 'attention_out_bias'={raw.get('attention_out_bias')!r} is not supported "
+                          "(an o_proj bias)")
     if model_type in QKV_BIAS_ALWAYS:
         return {"qkv_bias": True}
     if model_type in QKV_BIAS_FROM_FIELD:
@@ -150,11 +167,12 @@ def family_fields(raw, model_type, hidden_size, where) -> dict[str, Any]:
     """ModelConfig fields that reproduce the family's layer (norm placement, scales, soft-caps)."""
     gemma = model_type.startswith("gemma")
     olmo = model_type in ("olmo2", "olmo3")
+    post_norms_only = olmo or model_type == "exaone4"  # RMSNorm after attention and MLP only
     fields: dict[str, Any] = {
-        "qk_norm": model_type in ("qwen3", "gemma3_text") or olmo,
+        "qk_norm": model_type in ("qwen3", "gemma3_text", "exaone4") or olmo,
         "qk_norm_over_heads": olmo,  # OLMo 2/3: one RMSNorm over all heads' concatenated dims
-        "pre_norm": not olmo,  # OLMo 2/3 norm after attention and MLP only
-        "sandwich_norm": gemma or olmo or model_type == "glm4",
+        "pre_norm": not post_norms_only,
+        "sandwich_norm": gemma or post_norms_only or model_type == "glm4",
         "norm_plus_one": gemma,
         "norm_scale_float32": olmo,
         "rope_interleaved": model_type in ("glm", "glm4"),

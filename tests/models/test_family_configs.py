@@ -121,10 +121,36 @@ MINISTRAL_8B = {
     "tie_word_embeddings": False, "torch_dtype": "bfloat16", "transformers_version": "4.57.0", "use_cache": True,
     "vocab_size": 131072}
 
+EXAONE_4_32B = {
+    "architectures": ["Exaone4ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 361,
+    "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, "initializer_range": 0.02,
+    "intermediate_size": 27392, "layer_types": [SLIDING if (i + 1) % 4 else FULL for i in range(64)],
+    "max_position_embeddings": 131072, "model_type": "exaone4", "num_attention_heads": 40, "num_hidden_layers": 64,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_scaling": {"factor": 16.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 1000000, "sliding_window": 4096, "sliding_window_pattern": "LLLG", "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "transformers_version": "4.54.0.dev0", "use_cache": True, "vocab_size": 102400}
+
+EXAONE_4_1_2B = {  # no sliding window: global attention with rope on every layer
+    **EXAONE_4_32B, "hidden_size": 2048, "intermediate_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 30,
+    "layer_types": [FULL] * 30, "sliding_window": None, "sliding_window_pattern": None, "tie_word_embeddings": True,
+    "max_position_embeddings": 65536}
+
+SEED_OSS_36B = {
+    "architectures": ["SeedOssForCausalLM"], "attention_bias": True, "attention_dropout": 0.1,
+    "attention_out_bias": False, "bos_token_id": 0, "eos_token_id": 2, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 5120, "initializer_range": 0.02, "intermediate_size": 27648, "max_position_embeddings": 524288,
+    "mlp_bias": False, "model_type": "seed_oss", "num_attention_heads": 80, "num_hidden_layers": 64,
+    "num_key_value_heads": 8, "pad_token_id": 1, "residual_dropout": 0.1, "rms_norm_eps": 1e-06,
+    "rope_scaling": {"rope_type": "default"}, "rope_theta": 10000000.0, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "transformers_version": "4.55.0.dev0", "use_cache": True, "vocab_size": 155136}
+
 HUB_CONFIGS = {"phi-3.5-mini": PHI_3_5_MINI, "phi-3-mini-4k": PHI_3_MINI_4K,
                "phi-4-mini": PHI_4_MINI, "olmo-2-7b": OLMO_2_7B, "olmo-3-7b": OLMO_3_7B, "smollm3-3b": SMOLLM3_3B,
                "glm-4-9b-0414": GLM_4_9B_0414, "glm-4-9b-chat-1m": GLM_4_9B_CHAT_1M,
-               "granite-3.3-8b": GRANITE_3_3_8B, "mistral-nemo": MISTRAL_NEMO, "ministral-8b": MINISTRAL_8B}
+               "granite-3.3-8b": GRANITE_3_3_8B, "mistral-nemo": MISTRAL_NEMO, "ministral-8b": MINISTRAL_8B,
+               "exaone-4.0-32b": EXAONE_4_32B, "exaone-4.0-1.2b": EXAONE_4_1_2B, "seed-oss-36b": SEED_OSS_36B}
 
 
 def transformers_rewrite(raw: dict, folder) -> dict:
@@ -242,7 +268,27 @@ def test_mistral_nemo_and_ministral_values():
     assert config_from_hf({**bare, "sliding_window": None}).layer_types == (FULL,) * 36
 
 
+def test_exaone4_and_seed_oss_values():
+    big = config_from_hf(EXAONE_4_32B)
+    assert big.layer_types[:4] == (SLIDING, SLIDING, SLIDING, FULL) and big.sliding_window == 4096
+    assert big.no_rope_layers == tuple(range(3, 64, 4))  # global layers without rope
+    assert not big.pre_norm and big.sandwich_norm and big.qk_norm and not big.qk_norm_over_heads
+    assert not big.norm_scale_float32 and big.rope.kind == "llama3"
+    small = config_from_hf(EXAONE_4_1_2B)
+    assert small.layer_types == (FULL,) * 30 and small.no_rope_layers == () and small.tie_word_embeddings
+    # without layer_types: Exaone4Config's integer pattern (a string one needs layer_types, as in transformers)
+    bare = {k: v for k, v in EXAONE_4_32B.items() if k != "layer_types"}
+    assert config_from_hf({**bare, "sliding_window_pattern": 4}) == big
+    with pytest.raises(ConfigError, match="'sliding_window_pattern'='LLLG' needs an explicit 'layer_types'"):
+        config_from_hf(bare)
+
+    seed = config_from_hf(SEED_OSS_36B)
+    assert seed.qkv_bias and seed.head_dim == 128 != seed.hidden_size // seed.num_heads
+    assert seed.rope == RopeConfig(theta=1e7) and seed.layer_types == (FULL,) * 64
+
+
 @pytest.mark.parametrize("raw,field", [
+    ({**SEED_OSS_36B, "attention_out_bias": True}, "'attention_out_bias'=True"),
     ({**OLMO_2_7B, "attention_bias": True}, "'attention_bias'=True"),
     ({**SMOLLM3_3B, "attention_bias": True}, "'attention_bias'=True"),
     ({**GRANITE_3_3_8B, "attention_bias": True}, "'attention_bias'=True"),

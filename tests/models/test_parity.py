@@ -214,6 +214,23 @@ FAMILIES = [
         rope_parameters={"rope_type": "default", "rope_theta": 1e8}),
         length=1000, controls=(("window off by one", _window_plus_one()),
                                ("every layer sliding", _config_mistake(layer_types=lambda c: (SLIDING,) * 4)))),
+    # EXAONE 4.0: OLMo 2's norm placement with per-head q/k norms; 3 sliding layers then a global one without
+    # rope (sliding_window_pattern 4); llama3 rope scaling
+    Family("exaone4", "Exaone4Config", "Exaone4ForCausalLM", dict(
+        COMMON, num_hidden_layers=4, sliding_window=160, sliding_window_pattern=4,
+        rope_parameters={"rope_type": "llama3", "rope_theta": 1e6, "factor": 16.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+        length=1000,
+        controls=(("global layers rotated", _config_mistake(no_rope_layers=())),
+                  ("norms before attention and MLP",
+                   _rename_layer_params({"pre_norm": True, "sandwich_norm": False},
+                                        {"post_attn_norm": "attn_norm", "post_mlp_norm": "mlp_norm"}))),
+        slow_controls=(("window off by one", _window_plus_one()),)),
+    # Seed-OSS: q/k/v biases (attention_bias), none on o_proj (attention_out_bias), explicit head_dim
+    Family("seed_oss", "SeedOssConfig", "SeedOssForCausalLM", dict(
+        COMMON, num_hidden_layers=2, head_dim=32, attention_bias=True, attention_out_bias=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 1e7}),
+        length=1000, controls=(("q/k/v biases dropped", _drop_layer_params("bq", "bk", "bv")),)),
 ]
 BY_NAME = {f.name: f for f in FAMILIES}
 
