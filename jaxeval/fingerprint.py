@@ -60,7 +60,8 @@ def _hash_files(folder: Path, names) -> str | None:
     return _digest(h) if found else None
 
 
-def _chat_template(folder: Path) -> str | None:
+def chat_template_digest(folder: Path) -> str | None:
+    """A hash of the folder's chat template (its own file or tokenizer_config.json's), None without one."""
     h, found = hashlib.sha256(), False
     for name in CHAT_TEMPLATE_FILES:
         if (folder / name).is_file():
@@ -106,7 +107,7 @@ def model_identity(folder: str | Path, dtype: str) -> dict:
     for path in weight_files(folder):
         weights.update(f"{path.relative_to(folder)}={sampled_digest(path)};".encode())
     return {"config": _hash_files(folder, CONFIG_FILES), "weights": _digest(weights), "dtype": dtype,
-            "tokenizer": _hash_files(folder, TOKENIZER_FILES), "chat_template": _chat_template(folder)}
+            "tokenizer": _hash_files(folder, TOKENIZER_FILES), "chat_template": chat_template_digest(folder)}
 
 
 def model_fingerprint(folder: str | Path, dtype: str) -> str:

@@ -15,6 +15,7 @@ import time
 
 from jaxeval.errors import ConfigError, JaxevalError
 from jaxeval.interrupt import Terminated, checkpoint, message, unwatch_journal, watch_journal
+from jaxeval.judges.chat import has_chat_template
 
 
 def check_run(args, names: list[str], create_output: bool = True) -> None:
@@ -43,6 +44,15 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         check_output_file(args.out, create=create_output)
     check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
                         create=create_output)
+
+
+def _check_chat_template(args, tasks: list[str], has_template: bool) -> None:
+    from jaxeval.benchmarks.registry import task_hook
+
+    for task in tasks:
+        hook = task_hook(task, "check_chat_template")
+        if hook is not None:
+            hook(task, args, has_template)
 
 
 def _summarize(task: str, result: dict):
@@ -118,6 +128,7 @@ def run_suite(args, tasks: list[str], load_model) -> int:
         checkpoint()
         model = load_model(args)
         checkpoint()
+        _check_chat_template(args, tasks, has_chat_template(model.tokenizer))
         name = run_name(args.model, tasks, hash_, model.fingerprint)
         journal = open_journal(args, model, tasks, hash_, name, shard)
         watch_journal(journal)
@@ -197,6 +208,7 @@ def validate_suite(args, tasks: list[str]) -> int:
     from jaxeval.models.checkpoint import TOKENIZER_FILES
     from jaxeval.models.config import load_hf_config
 
+    from jaxeval.fingerprint import chat_template_digest
     from jaxeval.inputs import check_model_folder
 
     check_run(args, tasks, create_output=False)
@@ -208,6 +220,9 @@ def validate_suite(args, tasks: list[str]) -> int:
         raise ConfigError(f"{args.model}: no tokenizer (tokenizer.json, tokenizer.model or vocab.json); "
                           f"the benchmarks need one")
     print(f"model {args.model}: tokenizer present")
+    has_template = chat_template_digest(folder) is not None
+    _check_chat_template(args, tasks, has_template)
+    print(f"model {args.model}: {'chat template present' if has_template else 'no chat template (none needed)'}")
     for task in tasks:
         hook = task_hook(task, "validate")
         if hook is None:

@@ -15,6 +15,9 @@ Optional hooks (a benchmark without them still runs; see docs/results_schema.md)
   describe() -> {task: {"about": str, "configs": [...], "lengths": [...]}}    for `jaxeval ls`;
   check(task, args): raise a JaxevalError for any of the task's flags its run would reject; called
       before anything is loaded by `jaxeval run` and `jaxeval validate` alike;
+  check_chat_template(task, args, has_template): raise a JaxevalError when the task needs the
+      model's chat template and it has none (called after the model loads, before any compute;
+      `jaxeval validate` calls it from the model folder's files);
   validate(task, args) -> [str]: load and check the task's data as `jaxeval run` would, raising a
       JaxevalError naming file, record and field, returning one line per check   `jaxeval validate`;
   summarize(task, result) -> dict of results-JSON sections (results, groups, headline,

@@ -123,7 +123,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     loaded = {(config, split): load_split(data, config, split)[:limit] for config in sets for split in lengths}
     results: dict[str, dict[str, dict]] = {}
     notes: list[str] = []
-    samples: list[dict] = []  # per item of facts / tool_calls (--log_samples)
+    samples: list[dict] = []  # per item of facts / tool_calls, per target of the rules (--log_samples)
     for config in (c for c in sets if c in SINGLE_READ_CONFIGS):
         metrics_of = SINGLE_READ_CONFIGS[config][1]
         for split in lengths:
@@ -147,6 +147,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
         for config in rules_sets:
             results[config] = rules["sets"][config]
         notes.extend(rules["notes"])
+        samples.extend(rules["samples"])
         output["reference"] = rules["reference"]
         output["tokens"] = rules["tokens"]
     used = {metrics["mode"] for splits in results.values() for metrics in splits.values()} - {None}

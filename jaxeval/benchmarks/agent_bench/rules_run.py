@@ -59,11 +59,31 @@ def run_rules(backend, tokenizer, items: dict[tuple[str, str], list], mode: str,
         metrics["mode"] = TEXT_MODE if split_items else None
         results.setdefault(config, {})[split] = metrics
     return {
-        "sets": results, "notes": notes, "reference": reference_info,
+        "sets": results, "notes": notes, "reference": reference_info, "samples": target_samples(items, scores, reference),
         "tokens": {"rules_tokens_run": tokens_run, "rules_tokens_naive": tokens_naive,
                    "rules_sequences_read": len(sequences),
                    "rules_share_of_naive": tokens_run / tokens_naive if tokens_naive else None},
     }
+
+
+def target_samples(items: dict, scores: dict, reference: dict) -> list[dict]:
+    """One --log_samples record per rules target: its two log-probs (without and with the rule;
+    None when it could not be aligned) and the reference's, with where it sits."""
+    samples = []
+    for (config, split), split_items in items.items():
+        for item in split_items:
+            for index, target in enumerate(item.targets):
+                key = (config, split, item.id, index)
+                mine, theirs = scores[key], reference[key]
+                samples.append({"key": f"agent_bench/{config}/{split}/{item.id}/{index}", "config": config,
+                                "split": split, "item": item.id, "target": index, "placement": item.placement,
+                                "family": item.family, "expected_text": target.expected_text,
+                                "distance_tokens": target.distance_tokens,
+                                "logprob_without_rule": None if mine is None else mine[0],
+                                "logprob_with_rule": None if mine is None else mine[1],
+                                "reference_without_rule": None if theirs is None else theirs[0],
+                                "reference_with_rule": None if theirs is None else theirs[1]})
+    return samples
 
 
 def _journaled_reads(backend, sequences: dict, sets, lengths, journal) -> tuple[dict, int]:

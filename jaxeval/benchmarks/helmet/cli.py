@@ -11,6 +11,7 @@ described in jaxeval/benchmarks/registry.py.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from jaxeval.benchmarks.helmet.tasks import CATEGORIES, SAMPLE_DIR
 from jaxeval.errors import ConfigError
@@ -54,6 +55,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--helmet_lengths", default=None, help="8k,16k,32k,64k,128k (default: all; sample: 8k)")
     parser.add_argument("--helmet_llama2_tokenizer", default=None,
                         help="tokenizer folder/id for LongQA/summarisation pre-truncation (meta-llama/Llama-2-7b-hf)")
+    parser.add_argument("--helmet_no_chat_template", action="store_true",
+                        help="prompt every dataset as a completion, no chat template (HELMET's use_chat_template "
+                             "False, as it evaluates base models); without it a tokenizer lacking a chat template "
+                             "is refused before the run starts")
     parser.add_argument("--helmet_seed", type=int, default=42, help="sampling seed (AgenticLU samples)")
     parser.add_argument("--helmet_agenticlu_temperature", type=float, default=0.6)
     parser.add_argument("--helmet_agenticlu_generation_max_length", type=int, default=1024)
@@ -86,7 +91,23 @@ def _units(args, agenticlu: bool):
     if agenticlu and set(categories) - set(AGENTICLU_CATEGORIES):
         raise ConfigError("the AgenticLU subset covers only the rag and longqa categories")
     lengths = _split(args.helmet_lengths) or (["8k"] if sample else None)
-    return helmet_units(categories, lengths, agenticlu=agenticlu), SAMPLE_DIR if sample else args.helmet_data
+    units = helmet_units(categories, lengths, agenticlu=agenticlu)
+    if getattr(args, "helmet_no_chat_template", False):
+        units = [dataclasses.replace(unit, use_chat_template=False) for unit in units]
+    return units, SAMPLE_DIR if sample else args.helmet_data
+
+
+def check_chat_template(task: str, args, has_template: bool) -> None:
+    """Refuse, before any compute, a tokenizer without a chat template for datasets HELMET
+    prompts in chat mode (`run` after loading the model, `validate` from the model's files)."""
+    if has_template:
+        return
+    units, _ = _units(args, agenticlu=task == "helmet_agenticlu")
+    chat = sorted({unit.dataset for unit in units if unit.use_chat_template})
+    if chat:
+        raise ConfigError(f"{args.model}: the tokenizer has no chat template, and {task} prompts {', '.join(chat)} "
+                          f"with one; add a chat template to the model folder, or pass --helmet_no_chat_template "
+                          f"to prompt them as completions (as HELMET does for base models)")
 
 
 def validate(task: str, args) -> list[str]:

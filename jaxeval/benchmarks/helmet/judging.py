@@ -46,6 +46,11 @@ JUDGE_BATCH = 16  # prompts per judge call: the progress bar and a signal's safe
 LONGQA_JUDGE_MAX_TOKENS = 2048  # upstream's scripts/eval_gpt4_longqa.py; summaries keep the judge's 4096
 
 
+def longqa_judge(judge):
+    """The judge as the LongQA pass calls it: replies capped at upstream's 2,048 tokens."""
+    return with_reply_limit(judge, LONGQA_JUDGE_MAX_TOKENS)
+
+
 def read_prompt(path: str | Path) -> str:
     from jaxeval.inputs import read_text
 
@@ -121,7 +126,7 @@ def longqa_judgements(items: Sequence[dict], judge, where: str = "outputs") -> l
                                parsed_output=parse_output(_field(it, "output", f"{where} item {i}").replace("\n", " ")))
                for i, it in enumerate(items)]
     out = []
-    for reply in _complete(with_reply_limit(judge, LONGQA_JUDGE_MAX_TOKENS), prompts, where):
+    for reply in _complete(longqa_judge(judge), prompts, where):
         values, error = _numbers(reply, ("fluency", "correctness"))
         out.append({"score": values["fluency"] * values["correctness"] if values else None, "error": error,
                     **(values or {})})

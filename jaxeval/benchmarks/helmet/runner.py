@@ -106,7 +106,8 @@ def judge_dataset(dataset: str, records: list[dict], judge, *, agenticlu: bool =
         if judge is None:
             return None
         got = judging.agenticlu_judgements(records, judge, agenticlu_prompt, where=dataset)
-        return {"accuracy": judging.summarize_judgements(got)}, got, {}
+        return {"accuracy": {**judging.summarize_judgements(got), "max_tokens_sent": getattr(judge, "max_tokens", None)}}, \
+            got, {}
     if fam not in ("narrativeqa", "infbench_sum_eng", "multi_lexsum"):
         return None
     if judge is None:
@@ -118,6 +119,10 @@ def judge_dataset(dataset: str, records: list[dict], judge, *, agenticlu: bool =
     else:
         got = judging.summ_judgements(records, judge, book=fam == "infbench_sum_eng", where=dataset)
     summaries, raw = judging.longqa_summary(got) if fam == "narrativeqa" else judging.summ_summary(got)
+    if judge is not None:  # the reply limit the requests carried (LongQA caps the judge's own)
+        sent = getattr(judging.longqa_judge(judge) if fam == "narrativeqa" else judge, "max_tokens", None)
+        for summary in summaries.values():
+            summary["max_tokens_sent"] = sent
     return summaries, got, raw
 
 
@@ -143,7 +148,7 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be a positive number of samples, got {limit!r}")
     root = resolve_data_root(data)
-    units_out, table_in, outputs = [], {}, {}
+    units_out, table_in, outputs, sample_log = [], {}, {}, []
     for unit in units:
         prepared, _, notes = prepare_unit(unit, root, model.tokenizer, shots=settings.shots, limit=limit,
                                           generation_max_length=settings.generation_max_length,
@@ -158,6 +163,8 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
                 judged_notes = apply_judgement(records, averages, judged)
         table_in[(unit.dataset, unit.length)] = averages
         outputs[f"{unit.dataset}/{unit.length}"] = records
+        sample_log += [{"key": p.key, "unit": f"{unit.dataset}/{unit.length}", **record}
+                       for p, record in zip(prepared, records)]
         units_out.append({"dataset": unit.dataset, "length": unit.length, "config": unit.config,
                           "input_max_length": unit.input_max_length,
                           "generation_max_length": settings.generation_max_length or unit.generation_max_length,
@@ -169,7 +176,7 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
               "generation": {**dataclasses.asdict(settings), "stop": "model end-of-sequence ids only (no newline stop)"},
               "judge": judge.settings() if judge is not None else None,
               "nli_judge": nli.settings() if nli is not None else None,
-              "units": units_out, "outputs": outputs}
+              "units": units_out, "outputs": outputs, "sample_log": sample_log}
     if agenticlu:
         result["accuracy_table"] = agenticlu_table(units_out)
     else:

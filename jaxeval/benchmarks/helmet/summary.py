@@ -43,7 +43,10 @@ def summarize(task: str, result: dict) -> dict:
                "versions": VERSION, "truncation": {"policy": "context tail by the model tokenizer to L - G",
                                                    "truncated": truncated},
                "deviations": AGENTICLU_DEVIATIONS if result["benchmark"] == "agenticlu" else DEVIATIONS,
-               "judge": {"judge": result.get("judge"), "nli": result.get("nli_judge")},
+               "judge": {"judge": result.get("judge"), "nli": result.get("nli_judge"),
+                         "max_tokens_sent": {f"{unit['dataset']}/{unit['length']}": summary["max_tokens_sent"]
+                                             for unit in result["units"] for summary in (unit.get("judge") or {}).values()
+                                             if "max_tokens_sent" in summary}},
                "configs": {"generation": result.get("generation"), "data": result.get("data"),
                            "limit": result.get("limit")}}
     if "accuracy_table" in result:

@@ -158,6 +158,7 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
     samples = [score_row(row, similarity, options) for row in generated]
     result = summarize_rows(samples, bon_num=runs)
     result["samples"] = samples
+    result["sample_log"] = samples  # --log_samples: `jaxeval score --benchmark longbench_pro` reads them back
     result["scoring"] = {**options.describe(), "semsim": semsim_description}
     result["prompting"] = {
         "data": str(data), "mode": mode, "model_type": model_type,

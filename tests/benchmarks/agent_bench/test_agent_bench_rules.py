@@ -153,3 +153,15 @@ def test_rules_schema_errors(tmp_path):
         write_jsonl(tmp_path, [bad], config="rules_en")
         with pytest.raises(DataError, match=message):
             load_split(tmp_path, "rules_en", "8k")
+
+
+def test_every_rules_target_is_a_logged_sample(tokenizer):
+    result = _run(HashedContextBackend(), tokenizer, sets=("rules_en",))
+    targets = sum(len(item.targets) for item in load_split(SHIPPED_DATA, "rules_en", "8k"))
+    logged = [s for s in result["sample_log"] if s["config"] == "rules_en"]
+    assert len(logged) == targets and len({s["key"] for s in logged}) == targets
+    first = logged[0]
+    assert first["key"] == f"agent_bench/rules_en/8k/{first['item']}/{first['target']}"
+    aligned = [s for s in logged if s["logprob_with_rule"] is not None]
+    assert aligned and all(s["reference_with_rule"] == s["logprob_with_rule"] for s in aligned)  # self-reference
+    assert result["sets"]["rules_en"]["8k"]["scored"] == len(aligned)
