@@ -70,6 +70,8 @@ class ModelConfig:
     query_scale: float = 0.0  # multiplies q.k; 0 means head_dim ** -0.5 (Granite: attention_multiplier)
     residual_scale: float = 1.0  # Granite: residual_multiplier on each attention and MLP output
     logits_scaling: float = 1.0  # Granite: logits are divided by it
+    query_scale_beta: float = 0.0  # Ministral 3: q *= 1 + beta * log(1 + floor(position / query_scale_span))
+    query_scale_span: int = 0
     attn_logit_softcap: float | None = None
     final_logit_softcap: float | None = None
     bos_token_id: int | None = None
@@ -170,12 +172,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: d
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(raw).__name__}")
     overrides = check_overrides(overrides)
-    if raw.get("model_type") == "gemma3":  # multimodal Gemma 3: read its text tower
-        text = raw.get("text_config")
-        if not isinstance(text, dict):
-            raise ConfigError(f"{where}: model_type='gemma3' but field 'text_config' is {text!r}")
-        special = {k: raw[k] for k in ("bos_token_id", "eos_token_id") if raw.get(k) is not None}
-        raw = {**GEMMA3_TEXT_DEFAULTS, **text, **special, "model_type": "gemma3_text"}
+    raw = families.text_tower(raw, where)  # multimodal Gemma 3 and Mistral 3: read their text tower
     if overrides:
         raw = {**raw, **overrides}
         where = f"{where} with overrides of {', '.join(sorted(overrides))}"
@@ -232,7 +229,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: d
     eos = raw.get("eos_token_id")
     eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (int(eos),))
     sliding = size("sliding_window", window) if window else None
-    layer_fields = families.family_fields(raw, model_type, hidden, where)
+    layer_fields = families.family_fields(raw, model_type, hidden, where, rope)
     nope = families.no_rope_layers(raw, model_type, num_layers, where, layer_types)
     eps = _number(raw.get("rms_norm_eps", 1e-6), where, "rms_norm_eps")
     try:  # the dataclass's own checks (e.g. longrope factors vs the rotary dim) get the file's name too

@@ -132,7 +132,11 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
         q = _norm(c, q, lp["q_norm"])
         k = _norm(c, k, lp["k_norm"])
     cos, sin = rotary_cos_sin(positions, *rope)
-    return apply_rope(q, cos, sin, c.rope_interleaved), apply_rope(k, cos, sin, c.rope_interleaved), v
+    q, k = apply_rope(q, cos, sin, c.rope_interleaved), apply_rope(k, cos, sin, c.rope_interleaved)
+    if c.query_scale_beta:  # Ministral 3: queries scaled by position (float32, as the reference)
+        steps = jnp.floor(positions.astype(jnp.float32) / jnp.float32(c.query_scale_span))
+        q = q * (1.0 + c.query_scale_beta * jnp.log(1.0 + steps))[None, :, None, None].astype(q.dtype)
+    return q, k, v
 
 
 def layer_output(lp, c: ModelConfig, x, attn):

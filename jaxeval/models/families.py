@@ -15,7 +15,7 @@ from jaxeval.errors import ConfigError
 FULL, SLIDING = "full_attention", "sliding_attention"
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
-                         "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss")
+                         "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3")
 PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4")  # families whose attention rotates only part of each head
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
@@ -27,6 +27,17 @@ GEMMA3_TEXT_DEFAULTS = {
     "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 256, "sliding_window": 4096,
     "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True, "bos_token_id": 2, "eos_token_id": 1,
 }
+# Mistral3Config's text tower when config.json has none (Mistral Small 3.1); text_config's model_type defaults
+# to mistral (Mistral Small 3.x) and is ministral3 in Ministral 3.
+MISTRAL3_TEXT_DEFAULTS = {
+    "attention_dropout": 0.0, "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120, "intermediate_size": 32768,
+    "max_position_embeddings": 131072, "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 40,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000000.0, "sliding_window": None,
+    "vocab_size": 131072,
+}
+# Ministral3Config's rope when config.json gives neither rope_parameters nor rope_scaling.
+MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 16384,
+                   "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}
 
 # Class defaults that differ from the common reading, applied to fields config.json leaves out. Phi3Config
 # always has a top-level original_max_position_embeddings, which transformers prefers to rope_parameters'.
@@ -39,13 +50,14 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "ministral": {"sliding_window": 4096},
     "exaone4": {"sliding_window": 4096, "sliding_window_pattern": 4},
     "seed_oss": {"head_dim": 128, "attention_bias": True},
+    "ministral3": {"head_dim": 128},
 }
 
 # attention_bias: qwen2 always has q/k/v biases; GLM's and Seed-OSS's q/k/v follow attention_bias (o has none;
 # Seed-OSS's has attention_out_bias); Mistral, Ministral, Phi-3 and EXAONE 4 build their projections without
 # biases whatever the field says. Elsewhere the field adds an o_proj bias too, which jaxeval does not have.
 QKV_BIAS_ALWAYS, QKV_BIAS_FROM_FIELD = ("qwen2",), ("glm", "glm4", "seed_oss")
-BIAS_FIELD_IGNORED = ("mistral", "ministral", "phi3", "exaone4")
+BIAS_FIELD_IGNORED = ("mistral", "ministral", "ministral3", "phi3", "exaone4")
 
 # SmolLM3-3B's config.json says pretraining_tp=2; transformers' SmolLM3 never reads the field.
 IGNORES_PRETRAINING_TP = ("smollm3",)
@@ -53,12 +65,32 @@ IGNORES_PRETRAINING_TP = ("smollm3",)
 # Families whose masks are causal only, whatever sliding_window or layer_types say.
 ALWAYS_FULL = ("glm", "glm4", "granite", "olmo2")
 # Families that slide every layer when sliding_window is set (no layer_types in their config class).
-SLIDE_EVERY_LAYER = ("mistral", "phi3")
+SLIDE_EVERY_LAYER = ("mistral", "ministral3", "phi3")
+
+
+def text_tower(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """A multimodal config.json's text tower (Gemma 3, Mistral 3 / Ministral 3); any other config as it is.
+
+    The top level's bos/eos token ids, where set, are the model's.
+    """
+    kind = raw.get("model_type")
+    if kind not in ("gemma3", "mistral3"):
+        return raw
+    text = raw.get("text_config", MISTRAL3_TEXT_DEFAULTS if kind == "mistral3" else None)
+    if not isinstance(text, dict):
+        raise ConfigError(f"{where}: model_type={kind!r} but field 'text_config' is {text!r}")
+    special = {k: raw[k] for k in ("bos_token_id", "eos_token_id") if raw.get(k) is not None}
+    if kind == "gemma3":  # the hub's files list only the text fields that differ from the class defaults
+        return {**GEMMA3_TEXT_DEFAULTS, **text, **special, "model_type": "gemma3_text"}
+    # MistralConfig's and Ministral3Config's special tokens when the text tower lists none
+    return {"bos_token_id": 1, "eos_token_id": 2, **text, **special, "model_type": text.get("model_type", "mistral")}
 
 
 def with_class_defaults(raw: dict[str, Any], model_type: str) -> dict[str, Any]:
     """raw with the family's class defaults filled in for absent fields (an explicit null stays null)."""
     raw = {**CLASS_DEFAULTS.get(model_type, {}), **raw}
+    if model_type == "ministral3" and raw.get("rope_parameters") is None and raw.get("rope_scaling") is None:
+        raw["rope_parameters"] = dict(MINISTRAL3_ROPE)
     if model_type == "phi3":  # Phi3Config reads the rope types of older Phi-3 files as longrope
         for key in ("rope_scaling", "rope_parameters"):
             rope = raw.get(key)
@@ -163,8 +195,9 @@ def number(value, where: str, field: str) -> float:
     return float(value)
 
 
-def family_fields(raw, model_type, hidden_size, where) -> dict[str, Any]:
-    """ModelConfig fields that reproduce the family's layer (norm placement, scales, soft-caps)."""
+def family_fields(raw, model_type, hidden_size, where, rope) -> dict[str, Any]:
+    """ModelConfig fields that reproduce the family's layer (norm placement, scales, soft-caps); rope: the
+    full-attention layers' RopeConfig."""
     gemma = model_type.startswith("gemma")
     olmo = model_type in ("olmo2", "olmo3")
     post_norms_only = olmo or model_type == "exaone4"  # RMSNorm after attention and MLP only
@@ -193,4 +226,25 @@ def family_fields(raw, model_type, hidden_size, where) -> dict[str, Any]:
         fields["logits_scaling"] = number(raw.get("logits_scaling", 1.0), where, "logits_scaling")
         if fields["query_scale"] == 0 or fields["logits_scaling"] == 0:
             raise ConfigError(f"{where}: fields 'attention_multiplier' and 'logits_scaling' must be non-zero")
+    if model_type == "ministral3":
+        fields |= _position_query_scale(raw, rope, where)
     return fields
+
+
+def _position_query_scale(raw, rope, where) -> dict[str, Any]:
+    """Ministral 3 scales its queries by 1 + beta * log(1 + floor(position / span)) (Llama 4's attention
+    temperature), beta = llama_4_scaling_beta and span = original_max_position_embeddings of the rope dict."""
+    key = "rope_scaling" if raw.get("rope_scaling") is not None else "rope_parameters"
+    params = raw.get(key) if isinstance(raw.get(key), dict) else {}
+    beta = params.get("llama_4_scaling_beta")
+    if beta is None:  # transformers' Ministral3Attention cannot run without it
+        raise ConfigError(f"{where}: field {key!r} has no 'llama_4_scaling_beta' (model_type='ministral3')")
+    beta = number(beta, where, f"{key}.llama_4_scaling_beta")
+    # transformers resolves the span as the rope does for yarn, llama3 and longrope; for other ropes it is
+    # the dict's own entry
+    span = (rope.original_max_position if rope.kind in ("yarn", "llama3", "longrope")
+            else params.get("original_max_position_embeddings"))
+    if isinstance(span, bool) or not isinstance(span, int) or span < 1:
+        raise ConfigError(f"{where}: field {key!r}.original_max_position_embeddings={span!r} must be a positive "
+                          "integer (model_type='ministral3')")
+    return {"query_scale_beta": beta, "query_scale_span": span}

@@ -143,7 +143,7 @@ def test_two_processes_match_one(eight_devices, model_folder):
 # One model per family added with the dense families of issue 12 (tests/models/test_parity.py's tiny configs
 # with 8 query heads and 2 KV heads, so tensor=8 splits the queries and replicates K/V).
 MESH_FAMILIES = ("phi4-mini", "olmo2", "olmo3", "smollm3", "glm4", "glm", "granite", "mistral-nemo", "ministral",
-                 "exaone4", "seed_oss")
+                 "exaone4", "seed_oss", "ministral3")
 FAMILY_MESHES = ("data=2,tensor=2,context=2", "tensor=8")
 
 

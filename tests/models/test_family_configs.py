@@ -146,11 +146,34 @@ SEED_OSS_36B = {
     "rope_scaling": {"rope_type": "default"}, "rope_theta": 10000000.0, "tie_word_embeddings": False,
     "torch_dtype": "bfloat16", "transformers_version": "4.55.0.dev0", "use_cache": True, "vocab_size": 155136}
 
+MINISTRAL_3_8B = {  # multimodal: the text tower is model_type ministral3 (vision tower left to its defaults here)
+    "architectures": ["Mistral3ForConditionalGeneration"], "image_token_index": 10, "model_type": "mistral3",
+    "multimodal_projector_bias": False, "projector_hidden_act": "gelu", "spatial_merge_size": 2,
+    "text_config": {
+        "attention_dropout": 0.0, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+        "intermediate_size": 14336, "max_position_embeddings": 262144, "model_type": "ministral3",
+        "num_attention_heads": 32, "num_hidden_layers": 34, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+        "rope_parameters": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 16.0, "llama_4_scaling_beta": 0.1,
+                            "mscale": 1.0, "mscale_all_dim": 1.0, "original_max_position_embeddings": 16384,
+                            "rope_theta": 1000000.0, "rope_type": "yarn", "type": "yarn"},
+        "sliding_window": None, "use_cache": True, "vocab_size": 131072},
+    "torch_dtype": "bfloat16", "transformers_version": "5.0.0.dev0", "vision_feature_layer": -1}
+
+MISTRAL_SMALL_3_1 = {  # multimodal with a Mistral text tower
+    "architectures": ["Mistral3ForConditionalGeneration"], "image_token_index": 10, "model_type": "mistral3",
+    "multimodal_projector_bias": False, "projector_hidden_act": "gelu", "spatial_merge_size": 2,
+    "text_config": {"head_dim": 128, "hidden_size": 5120, "intermediate_size": 32768,
+                    "max_position_embeddings": 131072, "model_type": "mistral", "num_attention_heads": 32,
+                    "num_hidden_layers": 40, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                    "rope_theta": 1000000000.0, "sliding_window": None, "vocab_size": 131072},
+    "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "vision_feature_layer": -1}
+
 HUB_CONFIGS = {"phi-3.5-mini": PHI_3_5_MINI, "phi-3-mini-4k": PHI_3_MINI_4K,
                "phi-4-mini": PHI_4_MINI, "olmo-2-7b": OLMO_2_7B, "olmo-3-7b": OLMO_3_7B, "smollm3-3b": SMOLLM3_3B,
                "glm-4-9b-0414": GLM_4_9B_0414, "glm-4-9b-chat-1m": GLM_4_9B_CHAT_1M,
                "granite-3.3-8b": GRANITE_3_3_8B, "mistral-nemo": MISTRAL_NEMO, "ministral-8b": MINISTRAL_8B,
-               "exaone-4.0-32b": EXAONE_4_32B, "exaone-4.0-1.2b": EXAONE_4_1_2B, "seed-oss-36b": SEED_OSS_36B}
+               "exaone-4.0-32b": EXAONE_4_32B, "exaone-4.0-1.2b": EXAONE_4_1_2B, "seed-oss-36b": SEED_OSS_36B,
+               "ministral-3-8b": MINISTRAL_3_8B, "mistral-small-3.1": MISTRAL_SMALL_3_1}
 
 
 def transformers_rewrite(raw: dict, folder) -> dict:
@@ -285,6 +308,25 @@ def test_exaone4_and_seed_oss_values():
     seed = config_from_hf(SEED_OSS_36B)
     assert seed.qkv_bias and seed.head_dim == 128 != seed.hidden_size // seed.num_heads
     assert seed.rope == RopeConfig(theta=1e7) and seed.layer_types == (FULL,) * 64
+
+
+def test_mistral3_text_towers():
+    m3 = config_from_hf(MINISTRAL_3_8B)
+    assert m3.model_type == "ministral3" and (m3.num_layers, m3.head_dim, m3.max_position_embeddings) == (34, 128, 262144)
+    assert (m3.query_scale_beta, m3.query_scale_span) == (0.1, 16384)
+    assert m3.rope.kind == "yarn" and m3.rope.factor == 16.0 and m3.rope.attention_factor == 1.0  # mscale / mscale_all
+    assert m3.layer_types == (FULL,) * 34
+    # Ministral3Config without any rope entry: its default YaRN (factor 16 over 16k, beta 0.1)
+    text = {k: v for k, v in MINISTRAL_3_8B["text_config"].items() if k != "rope_parameters"}
+    assert config_from_hf({**MINISTRAL_3_8B, "text_config": text}) == m3
+    small = config_from_hf(MISTRAL_SMALL_3_1)
+    assert small.model_type == "mistral" and small.query_scale_beta == 0.0 and small.rope == RopeConfig(theta=1e9)
+    # Mistral3Config without a text_config: Mistral Small 3.1's text tower
+    assert config_from_hf({k: v for k, v in MISTRAL_SMALL_3_1.items() if k != "text_config"}) == small
+    with pytest.raises(ConfigError, match="'llama_4_scaling_beta'"):
+        rope = {k: v for k, v in text.items()} | {"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e6,
+                                                                       "factor": 4.0}}
+        config_from_hf({**MINISTRAL_3_8B, "text_config": rope})
 
 
 @pytest.mark.parametrize("raw,field", [

@@ -231,6 +231,13 @@ FAMILIES = [
         COMMON, num_hidden_layers=2, head_dim=32, attention_bias=True, attention_out_bias=False,
         rope_parameters={"rope_type": "default", "rope_theta": 1e7}),
         length=1000, controls=(("q/k/v biases dropped", _drop_layer_params("bq", "bk", "bv")),)),
+    # Ministral 3: YaRN, and queries scaled by 1 + beta * log(1 + floor(position / original context))
+    Family("ministral3", "Ministral3Config", "Ministral3ForCausalLM", dict(
+        COMMON, num_hidden_layers=2, head_dim=16,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 16.0, "original_max_position_embeddings": 128,
+                         "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                         "llama_4_scaling_beta": 0.1}),
+        length=1000, controls=(("no position scaling of the queries", _config_mistake(query_scale_beta=0.0)),)),
 ]
 BY_NAME = {f.name: f for f in FAMILIES}
 
@@ -419,6 +426,27 @@ def test_v4_config_layout(built, tmp_path):
     a = jaxeval.load_model(tmp_path, dtype="float32", attention="xla").read(built.ids, positions, tokens)
     b = jaxeval.load_model(built.folder, dtype="float32", attention="xla").read(built.ids, positions, tokens)
     np.testing.assert_array_equal(a.logprobs, b.logprobs)
+
+
+# Decoding runs attention_inputs / layer_output one token at a time against the stacked cache: the families
+# whose extra features act per position or per layer there (sliding windows, NoPE, post norms, interleaved
+# partial rotary, multipliers, the position-scaled queries of Ministral 3).
+GENERATION_FAMILIES = ("phi3", "olmo3", "smollm3", "glm4", "granite", "exaone4", "ministral3")
+
+
+@pytest.mark.parametrize("built", GENERATION_FAMILIES, indirect=True)
+def test_greedy_generation_matches_transformers(built):
+    """32 greedy tokens after a 400-token prompt (longer than the sliding windows), as transformers generates."""
+    from jaxeval.engine.generate import generate as engine_generate
+
+    prompt = built.ids[:400]
+    built.hf_model.generation_config.eos_token_id = None
+    with torch.no_grad():
+        expected = built.hf_model.generate(torch.as_tensor(prompt)[None], max_new_tokens=32, do_sample=False,
+                                           pad_token_id=0)[0, prompt.size:].tolist()
+    model = jaxeval.load_model(built.folder, dtype="float32", prefill_chunk=256, load_tokenizer=False)
+    got = engine_generate(model.module.params(), model.config, [prompt], 32, eos_token_ids=(), prefill_chunk_len=256)
+    assert got[0].tokens == expected
 
 
 def test_rms_norm_weight_order_in_bfloat16():
