@@ -428,6 +428,20 @@ def test_v4_config_layout(built, tmp_path):
     np.testing.assert_array_equal(a.logprobs, b.logprobs)
 
 
+@pytest.mark.parametrize("built", ["phi4-mini", "olmo2"], indirect=True)
+def test_orbax_copy_of_new_layouts(built, tmp_path):
+    """jaxeval convert keeps the split fused weights, the post-norm-only layout and the all-heads q/k norms:
+    the Orbax copy reads exactly as the safetensors folder."""
+    positions, tokens = all_positions(built)
+    from jaxeval.api import convert
+
+    convert(built.folder, tmp_path / "orbax", dtype="float32")
+    a = jaxeval.load_model(tmp_path / "orbax", dtype="float32", attention="xla").read(built.ids, positions, tokens)
+    b = jaxeval.load_model(built.folder, dtype="float32", attention="xla").read(built.ids, positions, tokens)
+    np.testing.assert_array_equal(a.logprobs, b.logprobs)
+    compare(built, a, positions, tokens, f"{built.family.name}/orbax")
+
+
 # Decoding runs attention_inputs / layer_output one token at a time against the stacked cache: the families
 # whose extra features act per position or per layer there (sliding windows, NoPE, post norms, interleaved
 # partial rotary, multipliers, the position-scaled queries of Ministral 3).
