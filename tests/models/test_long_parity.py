@@ -20,7 +20,7 @@ transformers = pytest.importorskip("transformers")
 
 import jaxeval  # noqa: E402
 from jaxeval.engine.generate import generate as engine_generate  # noqa: E402
-from test_parity import FAMILIES, VOCAB, perturb_all_parameters  # noqa: E402
+from test_parity import FAMILIES, VOCAB, reference_model  # noqa: E402
 
 TOL = 1e-4
 LONG = 16384
@@ -87,10 +87,7 @@ class Built:
 
 
 def build(case: LongCase, folder, seed: int = 0) -> Built:
-    config = getattr(transformers, case.config_class)(**case.kwargs, attn_implementation="sdpa")
-    torch.manual_seed(seed)
-    model = perturb_all_parameters(getattr(transformers, case.model_class)(config), seed)
-    model.save_pretrained(folder)
+    model = reference_model(case.config_class, case.model_class, case.kwargs, folder, seed, attention="sdpa")
     ids = np.random.default_rng(seed).integers(3, VOCAB, case.length)
     with torch.no_grad():
         logits = model(torch.as_tensor(ids)[None]).logits[0, :-1].float()
@@ -124,9 +121,14 @@ def test_long_parity_chunked(built):
     check(built, "chunked", 2048)
 
 
-@pytest.mark.long
+# Every attention feature once on the other CPU backends in the long tier (GQA, sliding windows, soft-caps,
+# a local rope base, interleaved partial rotary, NoPE layers, a yarn scaling); all the other cases: -m slow.
+BACKEND_CASES = ("default-hd128", "yarn-qwen", "mistral", "gemma2", "gemma3", "glm4", "smollm3")
+
+
 @pytest.mark.parametrize("backend,chunk", [("xla", 4096), ("splash", 4096)])
-@pytest.mark.parametrize("built", list(CASES), indirect=True)
+@pytest.mark.parametrize("built", [pytest.param(n, marks=pytest.mark.long if n in BACKEND_CASES else pytest.mark.slow)
+                                   for n in CASES], indirect=True)
 def test_long_parity_other_backends(built, backend, chunk):
     """xla (the reference backend) and splash (Pallas, interpret mode on CPU)."""
     check(built, backend, chunk)

@@ -261,11 +261,17 @@ class Built:
     hf_model: object
 
 
-def build(family: Family, folder, seed: int = 0) -> Built:
-    config = getattr(transformers, family.config_class)(**family.kwargs, attn_implementation="eager")
+def reference_model(config_class: str, model_class: str, kwargs: dict, folder, seed: int = 0, attention="eager"):
+    """A transformers model of the given classes with every parameter perturbed, saved to folder."""
+    config = getattr(transformers, config_class)(**kwargs, attn_implementation=attention)
     torch.manual_seed(seed)
-    model = perturb_all_parameters(getattr(transformers, family.model_class)(config), seed)
+    model = perturb_all_parameters(getattr(transformers, model_class)(config), seed)
     model.save_pretrained(folder)
+    return model
+
+
+def build(family: Family, folder, seed: int = 0) -> Built:
+    model = reference_model(family.config_class, family.model_class, family.kwargs, folder, seed)
     ids = np.random.default_rng(seed).integers(3, VOCAB, family.length)
     with torch.no_grad():
         logits = model(torch.as_tensor(ids)[None]).logits[0]
