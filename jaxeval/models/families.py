@@ -63,7 +63,7 @@ BIAS_FIELD_IGNORED = ("mistral", "ministral", "ministral3", "phi3", "exaone4")
 IGNORES_PRETRAINING_TP = ("smollm3",)
 
 # Families whose masks are causal only, whatever sliding_window or layer_types say.
-ALWAYS_FULL = ("glm", "glm4", "granite", "olmo2")
+ALWAYS_FULL = ("glm", "glm4", "granite", "olmo2", "seed_oss")
 # Families that slide every layer when sliding_window is set (no layer_types in their config class).
 SLIDE_EVERY_LAYER = ("mistral", "ministral3", "phi3")
 
@@ -165,8 +165,7 @@ def no_rope_layers(raw, model_type, num_layers, where, types=()) -> tuple[int, .
     if flags is None:
         interval = _positive_int(raw, "no_rope_layer_interval", 4, where)
         flags = [int((i + 1) % interval != 0) for i in range(num_layers)]
-    if not isinstance(flags, (list, tuple)) or len(flags) < num_layers or any(
-            isinstance(f, bool) or f not in (0, 1) for f in flags):
+    if not isinstance(flags, (list, tuple)) or len(flags) < num_layers or any(f not in (0, 1) for f in flags):
         raise ConfigError(f"{where}: field 'no_rope_layers' must list a 0 or 1 for each of the {num_layers} layers, "
                           f"got {flags!r}")
     return tuple(i for i in range(num_layers) if not flags[i])

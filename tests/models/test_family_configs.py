@@ -329,6 +329,15 @@ def test_mistral3_text_towers():
         config_from_hf({**MINISTRAL_3_8B, "text_config": rope})
 
 
+@pytest.mark.parametrize("name", ["olmo-2-7b", "glm-4-9b-0414", "glm-4-9b-chat-1m", "granite-3.3-8b", "seed-oss-36b"])
+def test_causal_only_families_ignore_windows(name):
+    """These families' transformers models build one causal mask whatever sliding_window or layer_types say."""
+    raw = HUB_CONFIGS[name]
+    n = raw["num_hidden_layers"]
+    ours = config_from_hf({**raw, "sliding_window": 512, "layer_types": [SLIDING] * n})
+    assert ours.layer_types == (FULL,) * n and ours.sliding_window is None
+
+
 @pytest.mark.parametrize("raw,field", [
     ({**SEED_OSS_36B, "attention_out_bias": True}, "'attention_out_bias'=True"),
     ({**OLMO_2_7B, "attention_bias": True}, "'attention_bias'=True"),
