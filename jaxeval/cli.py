@@ -55,7 +55,10 @@ def _write(result: dict, model, args, t0: float) -> None:
 
 def cmd_agent_bench(args) -> int:
     from jaxeval.benchmarks.agent_bench.cli import run_task
+    from jaxeval.inputs import check_output_file
 
+    if args.out:
+        check_output_file(args.out)  # before the model loads: a path that cannot be written is one line
     t0 = time.perf_counter()
     model = _load(args)
     result, table = run_task(model, args)
@@ -240,34 +243,28 @@ def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> None
 
 
 def _error(e: JaxevalError) -> int:
-    """A user's error: one line on stderr (never a key in it), exit status 2."""
+    """A user's error: one line on stderr (never a key in it; a library's multi-line message
+    joined), exit status 2."""
     from jaxeval.secrets import scrub
 
-    print(f"jaxeval: error: {scrub(str(e))}", file=sys.stderr)
+    print(f"jaxeval: error: {' '.join(scrub(str(e)).split())}", file=sys.stderr)
     return 2
 
 
 def main(argv: list[str] | None = None, *, exit_process: bool | None = None) -> int:
-    """Run one command; its exit status. SIGTERM / SIGINT end it with 143 / 130 (jaxeval/interrupt.py).
-    exit_process (default: when argv is None, i.e. as the program): after a signal, end the
-    process with os._exit once the output is flushed, rather than return."""
+    """Run one command; its exit status. SIGTERM / SIGINT end it with 143 / 130 (jaxeval/interrupt.py),
+    from the moment the flags are being parsed. exit_process (default: when argv is None, i.e. as
+    the program): after a signal, end the process with os._exit once the output is flushed."""
+    import contextlib
+
     from jaxeval import interrupt
 
     exit_process = argv is None if exit_process is None else exit_process
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    try:
-        _apply_config_file(parser, argv)
-    except JaxevalError as e:
-        return _error(e)
-    args, extra = parser.parse_known_args(argv)
-    if args.func is not cmd_score and extra:
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if args.func is cmd_serve:  # serves until Ctrl-C: its own handling
-        return _call(args, extra)
-    with interrupt.handle_signals():
+    with contextlib.ExitStack() as signals:
+        signals.enter_context(interrupt.handle_signals())
         try:
-            code = _call(args, extra)
+            code = _parse_and_call(argv, signals.close)
         except interrupt.Terminated as stop:
             print(interrupt.message(stop.signum), file=sys.stderr)
             code = stop.exit_code
@@ -277,6 +274,23 @@ def main(argv: list[str] | None = None, *, exit_process: bool | None = None) -> 
     if code >= 128 and exit_process:
         interrupt.exit_process(code)
     return code
+
+
+def _parse_and_call(argv: list[str], release_signals) -> int:
+    from jaxeval.interrupt import checkpoint
+
+    parser = build_parser()
+    try:
+        _apply_config_file(parser, argv)
+    except JaxevalError as e:
+        return _error(e)
+    args, extra = parser.parse_known_args(argv)
+    if args.func is not cmd_score and extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    checkpoint()
+    if args.func is cmd_serve:  # serves until Ctrl-C, which it handles itself
+        release_signals()
+    return _call(args, extra)
 
 
 def _call(args, extra: list[str]) -> int:

@@ -77,13 +77,18 @@ def read_json(path, error: type[JaxevalError] = DataError, name: str = "file"):
 
 
 MODEL_JSON_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json")
+MODEL_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "merges.txt", "chat_template.jinja")
 
 
 def check_model_folder(folder) -> None:
-    """A model folder's JSON files are readable UTF-8 JSON, before the loaders meet them."""
-    for name in MODEL_JSON_FILES:
-        if (Path(folder) / name).is_file():
-            read_json(Path(folder) / name, CheckpointError)
+    """A model folder's JSON files are readable UTF-8 JSON and its tokenizer files are files,
+    before the loaders (transformers among them) meet them."""
+    for name in MODEL_JSON_FILES + MODEL_FILES:
+        path = Path(folder) / name
+        if path.exists() and not path.is_file():
+            raise CheckpointError(f"{path}: a folder, expected a file")
+        if name in MODEL_JSON_FILES and path.exists():
+            read_json(path, CheckpointError)
 
 
 def check_output_folder(folder, what: str = "--output_path", create: bool = True) -> None:

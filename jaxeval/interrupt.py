@@ -6,7 +6,7 @@ where a raised exception is printed as "Exception ignored" and dropped, and the 
 The main thread looks at the flag at safe points (`checkpoint()`: between batches of samples,
 between judge batches, between tasks) and unwinds with Terminated from there; the run flushes
 its journal and exits with 128 + signal (143, 130). Work that does not reach a safe point within
-the grace period (JAXEVAL_GRACE_S, default 5 s: one long compile or 128k-token read) is ended by
+the grace period (JAXEVAL_GRACE_S, default 3 s: one long compile or 128k-token read) is ended by
 a watchdog thread, which flushes the open journals itself and leaves with os._exit; so does a
 second signal, at once. A process that was signalled always ends with os._exit after flushing
 its output (`exit_process`): an interpreter shutting down under running XLA threads may
@@ -22,7 +22,7 @@ import sys
 import threading
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
-DEFAULT_GRACE_S = 5.0
+DEFAULT_GRACE_S = 3.0
 
 
 class Terminated(BaseException):

@@ -202,25 +202,24 @@ def write_outputs(args, name: str, results: dict, samples: dict) -> None:
 
 
 def validate_suite(args, tasks: list[str]) -> int:
-    """Check what a run needs before it starts: tasks, model config and tokenizer, every record."""
-    from jaxeval.api import resolve_model_path
+    """Check what a run needs before it starts: every flag, the output path, the model's config
+    and tokenizer (loaded, its chat template as the tasks need it), every record."""
+    from jaxeval.api import load_tokenizer_from, resolve_model_path
     from jaxeval.benchmarks.registry import task_hook
-    from jaxeval.models.checkpoint import TOKENIZER_FILES
-    from jaxeval.models.config import load_hf_config
-
-    from jaxeval.fingerprint import chat_template_digest
     from jaxeval.inputs import check_model_folder
+    from jaxeval.models.config import load_hf_config
 
     check_run(args, tasks, create_output=False)
     folder = resolve_model_path(args.model)  # a URL is copied to the local cache first
     check_model_folder(folder)
     config = load_hf_config(folder)
     print(f"model {args.model}: config.json valid ({config.model_type})")
-    if not any((folder / name).is_file() for name in TOKENIZER_FILES[:2] + ("tokenizer.model", "vocab.json")):
+    tokenizer = load_tokenizer_from(folder)
+    if tokenizer is None:
         raise ConfigError(f"{args.model}: no tokenizer (tokenizer.json, tokenizer.model or vocab.json); "
                           f"the benchmarks need one")
-    print(f"model {args.model}: tokenizer present")
-    has_template = chat_template_digest(folder) is not None
+    print(f"model {args.model}: tokenizer present and loads")
+    has_template = has_chat_template(tokenizer)
     _check_chat_template(args, tasks, has_template)
     print(f"model {args.model}: {'chat template present' if has_template else 'no chat template (none needed)'}")
     for task in tasks:

@@ -108,6 +108,8 @@ def read_keypoints(path: str | Path) -> dict[str, list[str]]:
         if field is None or "id" not in row:
             raise DataError(f"{where}: fields 'id' and 'keypoints' (or 'summary/short_keypoints') needed")
         out[str(row["id"])] = row[field]
+    if not out:
+        raise DataError(f"{path}: no keypoints in it")
     return out
 
 
