@@ -86,11 +86,32 @@ class Built:
     hf_model: object
 
 
+EAGER_ONLY = ("Gemma2ForCausalLM",)  # soft-capped attention: no sdpa in transformers
+REFERENCE_CHUNK = 2048
+
+
+def reference_logits(model, ids: np.ndarray, chunked: bool) -> torch.Tensor:
+    """float32 [T, V] logits of transformers' forward over ids. chunked: in pieces through its KV cache
+    (eager attention over 16k positions at once would hold [heads, T, T] scores); the same as one call."""
+    tokens = torch.as_tensor(ids)[None]
+    if not chunked:
+        return model(tokens).logits[0].float()
+    cache, pieces = transformers.DynamicCache(config=model.config), []
+    for start in range(0, ids.size, REFERENCE_CHUNK):
+        piece = tokens[:, start:start + REFERENCE_CHUNK]
+        out = model(piece, past_key_values=cache, use_cache=True,
+                    cache_position=torch.arange(start, start + piece.shape[1]))
+        pieces.append(out.logits[0].float())
+    return torch.cat(pieces)
+
+
 def build(case: LongCase, folder, seed: int = 0) -> Built:
-    model = reference_model(case.config_class, case.model_class, case.kwargs, folder, seed, attention="sdpa")
+    eager = case.model_class in EAGER_ONLY
+    model = reference_model(case.config_class, case.model_class, case.kwargs, folder, seed,
+                            attention="eager" if eager else "sdpa")
     ids = np.random.default_rng(seed).integers(3, VOCAB, case.length)
     with torch.no_grad():
-        logits = model(torch.as_tensor(ids)[None]).logits[0, :-1].float()
+        logits = reference_logits(model, ids, chunked=eager)[:-1]
     ref = torch.log_softmax(logits, dim=-1).gather(1, torch.as_tensor(ids[1:])[:, None])[:, 0].numpy()
     return Built(case, folder, ids, ref, model)
 
