@@ -1,0 +1,176 @@
+"""Engine calls of the lm-eval adapter, on one process or on every process of a multi-host run.
+
+lm-eval runs on process 0 only and sees one process (rank 0, world size 1), so its task
+building, filters, metrics and output files are those of a one-process run. Every engine call
+process 0 makes (loading the model, a batch of reads, a batch of generations) is first
+broadcast through JAX's coordination service (jaxeval.results.multihost.exchange), then run on
+every process:
+
+- a mesh spanning processes: every process runs the whole call (each computation needs all of
+  them, and they decide alike: same inputs, same tokenizer, same stopping);
+- the model on each process's own devices (no mesh, or a mesh within each host; host_split
+  "auto"): process p runs the p-th of n contiguous shares of the call and the results are
+  gathered back on process 0 (data parallel). Sampled generations then depend on the process count (the draw of a
+  prompt is keyed by its index within a process's share); greedy ones do not.
+
+The other processes run follow(): they load the model as process 0 asks (or take one already
+loaded), then serve calls until process 0 sends "stop" (close_followers(): called by
+`python -m jaxeval.lm_eval` when lm-eval returns or fails, and at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+
+import numpy as np
+
+FOLLOW_TIMEOUT_S = 7 * 24 * 3600  # followers wait this long for process 0's next call (task loading, metrics)
+_leader = {"followers": False}  # process 0: whether followers are waiting for calls
+
+
+def process_info() -> tuple[int, int]:
+    import jax
+
+    return jax.process_index(), jax.process_count()
+
+
+def spans_processes(mesh) -> bool:
+    devices = getattr(mesh, "devices", None)
+    return devices is not None and len({d.process_index for d in np.asarray(devices).flat}) > 1
+
+
+def broadcast(call: dict | None, timeout_s: int = 3600) -> dict:
+    """Process 0's call on every process (the others pass None)."""
+    from jaxeval.results.multihost import exchange
+
+    return exchange(call or {}, timeout_s=timeout_s)[0]
+
+
+def open_followers() -> None:
+    if not _leader["followers"]:
+        _leader["followers"] = True
+        atexit.register(close_followers)
+
+
+def close_followers() -> None:
+    """Process 0: release the followers (they return from follow()). No-op on one process or twice."""
+    if _leader["followers"]:
+        _leader["followers"] = False
+        broadcast({"op": "stop"})
+
+
+class EngineCalls:
+    """read / generate on a jaxeval Model, on every process of the run (see the module docstring)."""
+
+    def __init__(self, model, host_split: str = "auto"):
+        if host_split not in ("auto", "on", "off"):
+            raise ValueError(f"host_split={host_split!r}: choose auto, on or off")
+        self.model = model
+        self.index, self.count = process_info()
+        spans = spans_processes(model.mesh)
+        if host_split == "on" and spans:
+            raise ValueError("host_split=on: the model's mesh spans processes, so every process must run every "
+                             "computation (use auto or off)")
+        self.split = self.count > 1 and (host_split == "on" or host_split == "auto" and not spans)
+        self.read_tokens = {"run": 0, "without_prefix_sharing": 0}  # this process's reads
+
+    # process 0 ------------------------------------------------------------------------------
+    def read(self, reads: list) -> list:
+        """(ids [T], positions [K], tokens [K, C]) per read -> ReadResult per read (process 0)."""
+        payload = {"reads": [[np.asarray(a).tolist() for a in r] for r in reads]} if self.count > 1 else None
+        return self._call("read", payload, reads=reads)
+
+    def generate(self, prompts: list, *, max_new_tokens: int, stop: list, temperature: float, top_p: float,
+                 seed: int, batch_size: int) -> list:
+        """-> jaxeval.engine.generate.Generation per prompt (process 0)."""
+        settings = dict(max_new_tokens=int(max_new_tokens), stop=list(stop), temperature=float(temperature),
+                        top_p=float(top_p), seed=int(seed), batch_size=int(batch_size))
+        payload = {"prompts": [list(map(int, p)) for p in prompts], **settings} if self.count > 1 else None
+        return self._call("generate", payload, prompts=prompts, **settings)
+
+    def _call(self, op: str, payload, **arguments):
+        if self.count > 1:
+            broadcast({"op": op, **payload})
+        return self.run(op, **arguments)
+
+    # every process --------------------------------------------------------------------------
+    def run(self, op: str, **arguments):
+        """Run a call (this process's share when split); process 0 gets every result, in order."""
+        items_key = "reads" if op == "read" else "prompts"
+        items = arguments.pop(items_key)
+        # contiguous shares: sorted reads that share prefixes stay on one process
+        share = items[len(items) * self.index // self.count:len(items) * (self.index + 1) // self.count] \
+            if self.split else items
+        if op == "read":
+            shared = self.model.read_many([tuple(np.asarray(a, np.int32) for a in r) for r in share]) if share else None
+            mine = shared.results if shared else []
+            if shared:
+                self.read_tokens["run"] += shared.tokens_run
+                self.read_tokens["without_prefix_sharing"] += shared.tokens_naive
+        else:
+            mine = self.model.generate(share, arguments["max_new_tokens"], stop=arguments["stop"] or None,
+                                       temperature=arguments["temperature"], top_p=arguments["top_p"],
+                                       seed=arguments["seed"], batch_size=arguments["batch_size"]) if share else []
+        if not self.split:
+            return mine
+        from jaxeval.results.multihost import exchange
+
+        encode = _encode_read if op == "read" else _encode_generation
+        gathered = exchange({"results": [encode(r) for r in mine]})
+        if self.index != 0:
+            return None
+        decode = _decode_read if op == "read" else _decode_generation
+        return [decode(result) for payload in gathered for result in payload["results"]]
+
+
+def follow(model=None, **settings) -> None:
+    """Processes other than 0: serve process 0's engine calls until it sends "stop".
+
+    model: a jaxeval Model already loaded here (process 0 then passed one to JaxevalLM too);
+    without it, the model is loaded as process 0's JaxevalLM asks (every process loads its own
+    shard of the weights). settings: host_split, as process 0's.
+    """
+    index, count = process_info()
+    if index == 0:
+        raise RuntimeError("follow() runs on processes other than 0; process 0 runs lm-eval")
+    calls = EngineCalls(model, settings.get("host_split", "auto")) if model is not None else None
+    while True:
+        call = broadcast(None, timeout_s=FOLLOW_TIMEOUT_S)
+        op = call.pop("op", None)
+        if op == "stop":
+            return
+        if op == "init":
+            if call.get("preloaded"):
+                if model is None:
+                    raise RuntimeError("process 0 passed a loaded model to JaxevalLM: call follow(model=...) here")
+            else:
+                from jaxeval.lm_eval.model import load_for_lm_eval
+
+                model = load_for_lm_eval(call["load"])
+            calls = EngineCalls(model, call.get("host_split", "auto"))
+        elif op in ("read", "generate"):
+            if calls is None:
+                raise RuntimeError(f"process 0 sent {op!r} before the model was loaded")
+            calls.run(op, **call)
+        else:
+            raise RuntimeError(f"unknown call {op!r} from process 0")
+
+
+def _encode_read(result) -> dict:
+    return {"top1": np.asarray(result.top1).tolist(), "logprobs": np.asarray(result.logprobs).tolist()}
+
+
+def _decode_read(payload: dict):
+    from jaxeval.engine.backend import ReadResult
+
+    return ReadResult(top1=np.asarray(payload["top1"], np.int32), logprobs=np.asarray(payload["logprobs"], np.float32))
+
+
+def _encode_generation(gen) -> dict:
+    return {"tokens": list(gen.tokens), "text": gen.text, "finish_reason": gen.finish_reason}
+
+
+def _decode_generation(payload: dict):
+    from jaxeval.engine.generate import Generation
+
+    return Generation(tokens=payload["tokens"], text=payload["text"], finish_reason=payload["finish_reason"])
