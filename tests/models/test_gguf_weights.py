@@ -76,9 +76,8 @@ def write_llama_gguf(path: Path, tensors: dict[str, np.ndarray], qtype=gguf.GGML
 
 @pytest.fixture
 def hf_and_gguf(tmp_path):
-    sys.path.insert(0, str(Path(__file__).parent))
-    from conftest import hf_llama_tensors, write_hf_folder
-
+    helpers = _module("models_conftest", Path(__file__).parent / "conftest.py")  # another conftest may be imported
+    hf_llama_tensors, write_hf_folder = helpers.hf_llama_tensors, helpers.write_hf_folder
     tensors = hf_llama_tensors(LLAMA, seed=3)
     folder = write_hf_folder(tmp_path / "hf", LLAMA, tensors)
     return folder, tensors
@@ -138,9 +137,19 @@ def test_bad_gguf_files_name_the_file(tmp_path, hf_and_gguf):
         jaxeval.load_model(two, dtype="float32")
 
 
+def _module(name: str, path: Path):
+    """Import a file by path under its own name (test helpers and scripts are not packages)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
 def _real_gguf(name: str, tmp_path_factory) -> Path:
-    sys.path.insert(0, str(Path(__file__).parents[2] / "scripts"))
-    import build_real_models as real
+    real = _module("build_real_models", Path(__file__).parents[2] / "scripts" / "build_real_models.py")
 
     model = real.MODELS[name]
     try:
