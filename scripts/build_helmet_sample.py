@@ -33,13 +33,14 @@ RECORDS = 4
 
 
 def wikitext_paragraphs(path: Path) -> list[tuple[str, str]]:
-    """(article title, paragraph) of WikiText-2 paragraphs of 300-900 characters without <unk>."""
+    """(article title, paragraph) of WikiText-2 paragraphs of 300-900 characters, <unk> in neither."""
     title, out = "", []
     for line in path.read_text(encoding="utf-8").splitlines():
         heading = HEADING.match(line)
         if heading:
             title = heading.group(1).strip()
-        elif title and 300 <= len(line.strip()) <= 900 and "<unk>" not in line and not line.strip().startswith("="):
+        elif (title and "<unk>" not in title and 300 <= len(line.strip()) <= 900 and "<unk>" not in line
+              and not line.strip().startswith("=")):
             out.append((title, line.strip()))
     return out
 

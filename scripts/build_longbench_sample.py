@@ -49,10 +49,15 @@ def wikitext_articles(path: Path) -> list[tuple[str, list[str]]]:
         if heading:
             articles.append((heading.group(1).strip(), []))
         elif articles and line.strip() and not line.strip().startswith("="):
-            articles[-1][1].append(line.strip())
+            articles[-1][1].append(clean(line))
     # titles are answers, so articles whose title lost a word to <unk> are left out
     return [(title, paragraphs) for title, paragraphs in articles
             if sum(map(len, paragraphs)) > 3000 and "<unk>" not in title]
+
+
+def clean(line: str) -> str:
+    """WikiText's <unk> (a word outside its vocabulary) dropped: real tokenizers read it as a special token."""
+    return " ".join(word for word in line.split() if word != "<unk>").replace("<unk>", "")
 
 
 def shakespeare_turns(path: Path) -> list[tuple[str, str]]:
