@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from jaxeval.lm_eval.hosts import EngineCalls, broadcast, open_followers, process_info
 from jaxeval.lm_eval.requests import gen_settings, generation_text, has_bos_prefix, plan_reads, score_window
-from jaxeval.models.config import CONFIG_OVERRIDES
+from jaxeval.models.config import CONFIG_OVERRIDES, override_value
 
 DEFAULT_MAX_GEN_TOKS = 256  # HFLM.max_gen_toks
 AUTO_BATCH_SIZE = 8  # batch_size=auto: rows per decode batch (the engine has no memory probe)
@@ -47,16 +47,6 @@ def load_for_lm_eval(load: dict):
 
         model.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
     return model
-
-
-def _override_value(key: str, value):
-    """A config.json override from model_args: lm-eval gives numbers and dicts parsed, or JSON text."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        raise ValueError(f"jaxeval model_args: {key}={value} is not a JSON value") from None
 
 
 def _batch_size(value) -> int:
@@ -95,7 +85,8 @@ class JaxevalLM(TemplateLM):
 
         for key in IGNORED_ARGS:
             kwargs.pop(key, None)
-        overrides = {key: _override_value(key, kwargs.pop(key)) for key in list(kwargs) if key in CONFIG_OVERRIDES}
+        overrides = {key: override_value(key, kwargs.pop(key), "jaxeval model_args")
+                     for key in list(kwargs) if key in CONFIG_OVERRIDES}
         if kwargs:
             raise ValueError(f"jaxeval model_args: unknown {', '.join(sorted(kwargs))}; known: pretrained, dtype, "
                              "attention, prefill_chunk, mesh, batch_size, max_length, tokenizer, add_bos_token, "

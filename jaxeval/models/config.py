@@ -152,6 +152,17 @@ def check_overrides(overrides: dict[str, Any] | None, where: str = "model overri
     return overrides
 
 
+def override_value(key: str, value, where: str = "--model_args"):
+    """A config.json override given as text (k=v): JSON text parsed, other values as they are."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        raise ConfigError(f"{where}: {key}={value} is not a JSON value (a number, true/false, null or "
+                          "an object such as {\"rope_type\": \"yarn\", ...})") from None
+
+
 def load_hf_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ModelConfig:
     """The ModelConfig of a model folder (or config.json), with `overrides` replacing config.json fields."""
     path = Path(path)

@@ -8,7 +8,7 @@ import hashlib
 import json
 
 from jaxeval.errors import ConfigError
-from jaxeval.models.config import CONFIG_OVERRIDES
+from jaxeval.models.config import CONFIG_OVERRIDES, override_value
 from jaxeval.inputs import read_text
 from jaxeval.results.storage import join
 
@@ -108,7 +108,7 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     for key, value in parse_model_args(args.model_args).items():
         dest = "model" if key == "pretrained" else key
         if dest in CONFIG_OVERRIDES:
-            args.config_overrides[dest] = _override_value(key, value)
+            args.config_overrides[dest] = override_value(key, value)
             continue
         if dest not in model_flags:
             raise ConfigError(f"--model_args: unknown key '{key}'; known: "
@@ -119,17 +119,6 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         if action.choices is not None and converted not in action.choices:
             raise ConfigError(f"--model_args: {key}={value} is not one of {', '.join(map(str, action.choices))}")
         setattr(args, dest, converted)
-
-
-def _override_value(key: str, value):
-    """A config.json override from --model_args: JSON already parsed; numbers and null from their text."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        raise ConfigError(f"--model_args: {key}={value} is not a JSON value (a number, true/false, null or "
-                          "an object such as {\"rope_type\": \"yarn\", ...})") from None
 
 
 def recorded_config(args: argparse.Namespace, tasks: list[str]) -> dict:
