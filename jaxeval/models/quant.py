@@ -1,0 +1,171 @@
+"""Weight-only quantized parameters, dequantized inside the jitted matmuls.
+
+A quantized weight is a `Quantized` pytree: the stored codes, their scales (and zero points)
+and, as static data, its kind and the shape of its contraction dims. The device holds the codes;
+`dense_weight` rebuilds the weight in the compute dtype where a layer uses it, inside the jitted
+step, so XLA fuses the dequantization into the matmul's operand and no full-precision copy of the
+model is ever resident.
+
+Kinds (the contraction dims `in` are the leading dims of a weight, after any stacked layer axis;
+`out` the rest: wq [D | H, hd], wo [H, hd | D], w_down [F | D], lm_head [D | V]):
+- int8: symmetric, one float32 scale per output channel (scale [1.., *out]); codes int8 in
+  [-127, 127]; w = q * scale.
+- int4: one scale (and, for checkpoints that have them, one zero point) per group of `group`
+  consecutive input rows of the flattened contraction dims; codes 0..15 packed two per uint8
+  (row 2i in the low nibble, 2i+1 in the high one) along the input axis; w = (q - zero) * scale,
+  zero 8 when symmetric (quantize-on-load), the checkpoint's own otherwise (GPTQ, AWQ,
+  compressed-tensors).
+- fp8: float8_e4m3fn codes with a float32 scale per output channel (`block` None) or per
+  [block_in, block_out] tile (DeepSeek-V3 / Qwen3 FP8 checkpoints: 128 x 128); w = q * scale.
+
+Round-to-nearest quantize-on-load (`quantize`) is for what-if studies: int8 per channel, int4
+symmetric per group (default 128), fp8 per channel. Its error per element is at most half a step:
+scale/2 for the integer kinds, 2**-4 relative for e4m3 (3 mantissa bits) within its normal range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+KINDS = ("int8", "int4", "fp8")
+INT8_MAX = 127
+FP8_MAX = 448.0  # largest finite float8_e4m3fn
+INT4_ZERO = 8  # the zero point of symmetric int4 codes (0..15 hold -8..7)
+DEFAULT_GROUP = 128
+# the number of leading (contraction) dims of each quantizable weight, after its layer axis
+CONTRACTION_DIMS = {"wq": 1, "wk": 1, "wv": 1, "wo": 2, "w_gate": 1, "w_up": 1, "w_down": 1, "lm_head": 1}
+
+
+@dataclasses.dataclass(frozen=True)
+class Quantized:
+    """Codes and scales of one weight (leading axes may stack layers); see the module docstring."""
+
+    q: jax.Array | np.ndarray
+    scale: jax.Array | np.ndarray
+    zero: jax.Array | np.ndarray | None
+    kind: str = dataclasses.field(metadata={"static": True})
+    in_shape: tuple[int, ...] = dataclasses.field(metadata={"static": True})  # contraction dims of one layer
+    block: tuple[int, int] | None = dataclasses.field(default=None, metadata={"static": True})  # fp8 tiles
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
+                   for a in (self.q, self.scale, self.zero) if a is not None)
+
+
+jax.tree_util.register_dataclass(Quantized, data_fields=["q", "scale", "zero"],
+                                 meta_fields=["kind", "in_shape", "block"])
+
+
+def is_quantized(w) -> bool:
+    return isinstance(w, Quantized)
+
+
+def dense_weight(w, dtype):
+    """The weight a layer multiplies by, in dtype: w itself, or a Quantized one rebuilt (jit-traceable).
+
+    Runs on one layer's slice (inside the scanned layer body) or on an unstacked weight.
+    """
+    if not isinstance(w, Quantized):
+        return w
+    n_in = int(np.prod(w.in_shape))
+    out_shape = tuple(w.q.shape[1:]) if w.kind == "int4" else tuple(w.q.shape[len(w.in_shape):])
+    if w.kind == "int8":
+        return (w.q.astype(jnp.float32) * w.scale).astype(dtype)
+    if w.kind == "fp8":
+        q = w.q.astype(jnp.float32)
+        if w.block is None:
+            return (q * w.scale).astype(dtype)
+        q2 = q.reshape(n_in, -1)
+        bi, bo = w.block
+        scale = jnp.repeat(jnp.repeat(w.scale, bi, axis=0)[:n_in], bo, axis=1)[:, :q2.shape[1]]
+        return (q2 * scale).reshape(w.q.shape).astype(dtype)
+    codes = unpack_int4(w.q)  # [In, *out] float32
+    groups = w.scale.shape[0]
+    zero = jnp.float32(INT4_ZERO) if w.zero is None else w.zero.astype(jnp.float32)[:, None]
+    grouped = codes.reshape((groups, n_in // groups) + out_shape)
+    weight = (grouped - zero) * w.scale.astype(jnp.float32)[:, None]
+    return weight.reshape(w.in_shape + out_shape).astype(dtype)
+
+
+def pack_int4(codes: np.ndarray) -> np.ndarray:
+    """codes uint [In, ...] in 0..15, In even -> uint8 [In/2, ...]: row 2i low nibble, 2i+1 high."""
+    codes = np.asarray(codes, np.uint8)
+    if codes.shape[0] % 2:
+        raise ValueError(f"int4 packing needs an even number of input rows, got {codes.shape[0]}")
+    return (codes[0::2] | (codes[1::2] << 4)).astype(np.uint8)
+
+
+def unpack_int4(packed):
+    """uint8 [In/2, ...] -> float32 codes [In, ...] (jit-traceable)."""
+    low = (packed & 0xF).astype(jnp.float32)
+    high = (packed >> 4).astype(jnp.float32)
+    return jnp.stack([low, high], axis=1).reshape((packed.shape[0] * 2,) + tuple(packed.shape[1:]))
+
+
+def quantize(w: np.ndarray, kind: str, n_contract: int, group: int = DEFAULT_GROUP) -> Quantized:
+    """Round-to-nearest weight-only quantization of one (unstacked) weight w [*in, *out] (float32 on the host).
+
+    n_contract: how many leading dims of w are contracted (CONTRACTION_DIMS); group: int4's rows per scale.
+    """
+    w = np.asarray(w, np.float32)
+    in_shape = tuple(w.shape[:n_contract])
+    reduce = tuple(range(n_contract))
+    if kind == "int8":
+        scale = _safe(np.abs(w).max(axis=reduce, keepdims=True) / INT8_MAX)
+        q = np.clip(np.rint(w / scale), -INT8_MAX, INT8_MAX).astype(np.int8)
+        return Quantized(q, scale.astype(np.float32), None, "int8", in_shape)
+    if kind == "fp8":
+        scale = _safe(np.abs(w).max(axis=reduce, keepdims=True) / FP8_MAX).astype(np.float32)
+        q = np.asarray(jnp.asarray(w / scale).astype(jnp.float8_e4m3fn))
+        return Quantized(q, scale, None, "fp8", in_shape)
+    if kind == "int4":
+        n_in = math.prod(in_shape)
+        if n_in % group or group % 2:
+            raise ValueError(f"int4 groups of {group} rows do not divide the {n_in} input rows of a {w.shape} weight")
+        flat = w.reshape((n_in // group, group) + w.shape[n_contract:])
+        scale = _safe(np.abs(flat).max(axis=1) / (INT4_ZERO - 1)).astype(np.float32)  # codes -7..7 used
+        codes = np.clip(np.rint(flat / scale[:, None]), -INT4_ZERO, INT4_ZERO - 1) + INT4_ZERO
+        return Quantized(pack_int4(codes.reshape((n_in,) + w.shape[n_contract:])), scale, None, "int4", in_shape)
+    raise ValueError(f"quantize={kind!r} is not supported (choose {', '.join(KINDS)})")
+
+
+def _safe(scale: np.ndarray) -> np.ndarray:
+    """Scales of all-zero channels set to 1 (their codes are 0 whatever the scale)."""
+    return np.where(scale > 0, scale, 1.0)
+
+
+def stack(layers: list[Quantized]) -> Quantized:
+    """Per-layer Quantized weights -> one with a leading layer axis (what the scanned stack holds)."""
+    first = layers[0]
+    arrays = {name: (None if getattr(first, name) is None else np.stack([getattr(x, name) for x in layers]))
+              for name in ("q", "scale", "zero")}
+    return dataclasses.replace(first, **arrays)
+
+
+def quantize_params(params: dict, kind: str, group: int = DEFAULT_GROUP) -> dict:
+    """The decoder's parameter dict with every matmul weight quantized (embeddings and norms kept).
+
+    Stacked layer weights are quantized layer by layer (a scale never spans two layers).
+    """
+    out = dict(params)
+    layers = dict(params["layers"])
+    for name, w in params["layers"].items():
+        if name in CONTRACTION_DIMS:
+            host = np.asarray(w, np.float32)
+            layers[name] = stack([quantize(host[i], kind, CONTRACTION_DIMS[name], group) for i in range(host.shape[0])])
+    out["layers"] = layers
+    if "lm_head" in params:
+        out["lm_head"] = quantize(np.asarray(params["lm_head"], np.float32), kind, 1, group)
+    return out
+
+
+def param_bytes(params) -> int:
+    """Bytes the parameters hold (codes, scales and zero points counted as stored)."""
+    leaves = jax.tree.leaves(params)
+    return sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in leaves)
