@@ -20,7 +20,8 @@ from jaxeval.models.attention import BACKENDS, check_attention
 from jaxeval.models.checkpoint import TOKENIZER_FILES, is_jaxeval_checkpoint, load_checkpoint_params
 from jaxeval.models.config import ModelConfig, check_overrides, config_from_hf, load_hf_config
 from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
-from jaxeval.models.decoder import Decoder, param_shapes
+from jaxeval.models.decoder import Decoder
+from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
 

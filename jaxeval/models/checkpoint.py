@@ -18,7 +18,7 @@ import orbax.checkpoint as ocp
 
 from jaxeval.errors import CheckpointError
 from jaxeval.models.config import ModelConfig
-from jaxeval.models.decoder import param_shapes
+from jaxeval.models.param_layout import param_shapes
 
 FORMAT, VERSION = "jaxeval-orbax", 1
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",

@@ -4,13 +4,8 @@ The module holds the parameters; the computation lives in pure functions over a 
 arrays (`params = model.params()`), so the engine can jit them with explicit shardings and the
 compile cost does not grow with depth (one scanned layer body).
 
-Parameter shapes (L layers, D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab):
-  embed [V, D]; lm_head [D, V] unless tied; final_norm [D]
-  layers/: wq [L, D, H, hd]; wk, wv [L, D, KV, hd]; wo [L, H, hd, D]; w_gate, w_up [L, D, F]; w_down [L, F, D]
-           attn_norm, mlp_norm [L, D] (pre norms; not in OLMo 2/3)
-           optional: bq [L, H, hd], bk, bv [L, KV, hd]; q_norm, k_norm [L, hd] (per head) or
-           q_norm_heads [L, H, hd], k_norm_heads [L, KV, hd] (over all heads, OLMo 2/3);
-           post_attn_norm, post_mlp_norm [L, D] (on the attention / MLP outputs: Gemma, GLM-4, OLMo 2/3)
+The parameter layout (names, shapes, logical axes, HF names) is the one table in
+jaxeval.models.param_layout.
 """
 
 from __future__ import annotations
@@ -23,30 +18,9 @@ from flax import nnx
 from jaxeval.models.attention import get_attention
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import mesh_attention, stripe_order
+from jaxeval.models.param_layout import param, param_shapes
 from jaxeval.models.rope import RopeTables, apply_rope, rope_tables, rotary_cos_sin
 from jaxeval.models.sharding import constrain
-
-
-def param_shapes(c: ModelConfig) -> dict:
-    """Nested dict of shapes; the single source of truth for the parameter layout."""
-    L, D, H, KV, hd, F, V = (c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
-                             c.intermediate_size, c.vocab_size)
-    layers = {"wq": (L, D, H, hd), "wk": (L, D, KV, hd), "wv": (L, D, KV, hd), "wo": (L, H, hd, D),
-              "w_gate": (L, D, F), "w_up": (L, D, F), "w_down": (L, F, D)}
-    if c.pre_norm:
-        layers |= {"attn_norm": (L, D), "mlp_norm": (L, D)}
-    if c.qkv_bias:
-        layers |= {"bq": (L, H, hd), "bk": (L, KV, hd), "bv": (L, KV, hd)}
-    if c.qk_norm and c.qk_norm_over_heads:
-        layers |= {"q_norm_heads": (L, H, hd), "k_norm_heads": (L, KV, hd)}
-    elif c.qk_norm:
-        layers |= {"q_norm": (L, hd), "k_norm": (L, hd)}
-    if c.sandwich_norm:
-        layers |= {"post_attn_norm": (L, D), "post_mlp_norm": (L, D)}
-    shapes = {"embed": (V, D), "final_norm": (D,), "layers": layers}
-    if not c.tie_word_embeddings:
-        shapes["lm_head"] = (D, V)
-    return shapes
 
 
 class Decoder(nnx.Module):
@@ -58,9 +32,10 @@ class Decoder(nnx.Module):
         norm_init = 0.0 if config.norm_plus_one else 1.0
 
         def make(name, shape):
-            if "norm" in name:
+            kind = param(name).init
+            if kind == "norm":
                 return nnx.Param(jnp.full(shape, norm_init, dtype))
-            if name.startswith("b"):
+            if kind == "zeros":
                 return nnx.Param(jnp.zeros(shape, dtype))
             return nnx.Param(init(rngs.params(), shape, dtype))
 

@@ -21,6 +21,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxeval.engine.mesh import MeshError, describe, mesh_sizes
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.param_layout import PARAM_AXES
 
 # logical name -> mesh axes, in order of preference
 RULES: dict[str, tuple[str, ...]] = {
@@ -47,25 +48,6 @@ RULES: dict[str, tuple[str, ...]] = {
     "cache_sequence": ("context",),  # read: a long text's cache is split over `context`
     "decode_sequence": (),  # generate: decode reads any cache position, so it is kept whole
     "cache_kv_heads": ("tensor",),
-}
-
-# per-parameter logical names, in param_shapes() order of dimensions
-PARAM_AXES: dict[str, tuple[str, ...]] = {
-    "embed": ("vocab", "embed"),
-    "lm_head": ("embed", "vocab"),
-    "final_norm": ("norm",),
-    "attn_norm": ("layers", "norm"), "mlp_norm": ("layers", "norm"),
-    "post_attn_norm": ("layers", "norm"), "post_mlp_norm": ("layers", "norm"),
-    "wq": ("layers", "embed", "heads", "head_dim"),
-    "wk": ("layers", "embed", "kv_heads", "head_dim"),
-    "wv": ("layers", "embed", "kv_heads", "head_dim"),
-    "wo": ("layers", "heads", "head_dim", "embed"),
-    "w_gate": ("layers", "embed", "mlp"), "w_up": ("layers", "embed", "mlp"),
-    "w_down": ("layers", "mlp", "embed"),
-    "bq": ("layers", "heads", "head_dim"),
-    "bk": ("layers", "kv_heads", "head_dim"), "bv": ("layers", "kv_heads", "head_dim"),
-    "q_norm": ("layers", "head_dim"), "k_norm": ("layers", "head_dim"),
-    "q_norm_heads": ("layers", "heads", "head_dim"), "k_norm_heads": ("layers", "kv_heads", "head_dim"),
 }
 
 READ_CACHE = ("layers", "cache_batch", "cache_sequence", "cache_kv_heads", "head_dim")

@@ -17,7 +17,8 @@ from jaxeval.engine.sampling import choose_tokens, prompt_keys, top_p_filter
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.attention import decode_attention, xla_attention
 from jaxeval.models.config import config_from_hf
-from jaxeval.models.decoder import forward_logits, param_shapes
+from jaxeval.models.decoder import forward_logits
+from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.rope import row_tables
 
 TOKENIZER_DIR = Path(jaxeval.__file__).parent / "assets" / "tiny_llama"

@@ -9,7 +9,7 @@ from jax.sharding import AbstractMesh, AxisType, PartitionSpec as P
 from jaxeval.engine.mesh import AXES, MeshError, auto_mesh_shape, make_mesh, parse_mesh_spec
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.context import stripe_order
-from jaxeval.models.decoder import param_shapes
+from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.sharding import PARAM_AXES, READ_CACHE, check_mesh_fits, spec
 
 
