@@ -13,7 +13,7 @@ import numpy as np
 from flax import nnx
 
 from jaxeval.engine.backend import ReadResult
-from jaxeval.engine.mesh import initialize_distributed, make_mesh
+from jaxeval.engine.distributed import initialize_distributed
 from jaxeval.engine.read import read as engine_read
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.attention import BACKENDS, check_attention
@@ -23,6 +23,7 @@ from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tok
 from jaxeval.models.decoder import Decoder
 from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.hf_weights import load_hf_params
+from jaxeval.models.mesh import make_mesh
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -106,7 +107,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     max_position_embeddings=131072); the fields allowed are jaxeval.models.config.CONFIG_OVERRIDES.
 
     mesh: None (one device), a spec such as "data=2,tensor=2,context=2" or "auto", or a
-    jax.sharding.Mesh with axes ("data", "fsdp", "tensor", "context"); see jaxeval.engine.mesh.
+    jax.sharding.Mesh with axes ("data", "fsdp", "tensor", "context"); see jaxeval.models.mesh.
     The weights are read straight into their shardings (jaxeval.models.sharding), each process
     reading only its own bytes. A multi-process run is joined first when the JAXEVAL_COORDINATOR /
     JAXEVAL_NUM_PROCESSES / JAXEVAL_PROCESS_ID (or JAXEVAL_DISTRIBUTED=1) variables are set.

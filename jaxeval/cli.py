@@ -33,10 +33,10 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
 
 def _load(args):
     from jaxeval.api import load_model, resolve_model_path
-    from jaxeval.engine.mesh import initialize_distributed
+    from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.inputs import check_model_folder
 
-    initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.mesh)
+    initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.distributed)
     check_model_folder(resolve_model_path(args.model))
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), **getattr(args, "config_overrides", {}))
@@ -46,7 +46,7 @@ def _write(result: dict, model, args, t0: float) -> None:
     from jaxeval.results.files import write_json_atomic
     from jaxeval.results.metadata import run_metadata
 
-    from jaxeval.engine.mesh import is_writer
+    from jaxeval.engine.distributed import is_writer
 
     result["run"] = run_metadata(model, time.perf_counter() - t0)
     if args.out and is_writer():

@@ -111,7 +111,7 @@ def _lock_run(args, stem: str, shard: tuple[int, int]):
 
 
 def run_suite(args, tasks: list[str], load_model) -> int:
-    from jaxeval.engine.mesh import initialize_distributed
+    from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.results.multihost import process_shard
     from jaxeval.results.runconfig import config_hash, recorded_config, run_name
 
@@ -149,7 +149,7 @@ def run_suite(args, tasks: list[str], load_model) -> int:
 
 def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float) -> int:
     from jaxeval.benchmarks.registry import run_tasks
-    from jaxeval.engine.mesh import is_writer
+    from jaxeval.engine.distributed import is_writer
     from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
     from jaxeval.results.schema import add_task, empty_results, finish_results
 

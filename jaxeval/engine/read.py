@@ -102,7 +102,7 @@ def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunke
 
     Ropes that depend on the sequence length (dynamic NTK, LongRoPE) take it from len(ids), as
     transformers' forward over `ids` does, whichever positions are read.
-    mesh: a jaxeval mesh (jaxeval.engine.mesh) the params are sharded over, or None (one device).
+    mesh: a jaxeval mesh (jaxeval.models.mesh) the params are sharded over, or None (one device).
     """
     one_token_each = np.ndim(tokens) == 1
     ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)

@@ -17,7 +17,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jaxeval.engine.mesh import initialize_distributed
+    from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.lm_eval import close_followers, follow
     from jaxeval.lm_eval.hosts import open_followers
 

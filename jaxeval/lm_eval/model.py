@@ -81,7 +81,7 @@ class JaxevalLM(TemplateLM):
                  **kwargs):
         super().__init__()
         from jaxeval.api import Model
-        from jaxeval.engine.mesh import initialize_distributed
+        from jaxeval.engine.distributed import initialize_distributed
 
         for key in IGNORED_ARGS:
             kwargs.pop(key, None)
@@ -189,7 +189,7 @@ class JaxevalLM(TemplateLM):
     def get_model_info(self) -> dict:
         import jax
 
-        from jaxeval.engine.mesh import describe
+        from jaxeval.models.mesh import describe
 
         params = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(self.model.module.params()))
         return {"model_num_parameters": params, "model_dtype": self.model.dtype,

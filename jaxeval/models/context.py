@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 
-from jaxeval.engine.mesh import mesh_sizes
+from jaxeval.models.mesh import mesh_sizes
 from jaxeval.models.sharding import spec
 
 try:  # jax >= 0.7

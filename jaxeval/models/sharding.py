@@ -19,8 +19,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from jaxeval.engine.mesh import MeshError, describe, mesh_sizes
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.mesh import MeshError, describe, mesh_sizes
 from jaxeval.models.param_layout import PARAM_AXES
 
 # logical name -> mesh axes, in order of preference

@@ -98,6 +98,6 @@ def make_splash_attention(config=None, mesh=None, interpret=None):
     """attend(q, k, v, q_start, window, scale, softcap) for `config`'s layer windows.
 
     mesh: None for local arrays (the decoder shards around any backend itself); a Mesh (axes
-    data / tensor used, jaxeval.engine.mesh.make_mesh) to take global arrays, run per shard.
+    data / tensor used, jaxeval.models.mesh.make_mesh) to take global arrays, run per shard.
     """
     return on_mesh(functools.partial(splash_attention, windows=static_windows(config), interpret=interpret), mesh)

@@ -4,7 +4,7 @@ Every host runs the same program (jax.distributed.initialize() first). With the 
 host's own devices (the default), sample i goes to process i % n; each process journals only
 its share (one journal file per process), and the records are exchanged through JAX's
 coordination service so that every process scores the full set and only process 0 writes the
-final files (jaxeval.engine.mesh.is_writer). When the model is sharded over a mesh spanning
+final files (jaxeval.engine.distributed.is_writer). When the model is sharded over a mesh spanning
 hosts, every host must take part in every computation, so every process computes all samples
 (--host_split auto sees this; jaxeval/suite.py).
 """

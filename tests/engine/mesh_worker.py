@@ -94,7 +94,7 @@ def run_mesh(folder: str, spec: str) -> dict:
     from flax import nnx
 
     from jaxeval.api import convert, load_model
-    from jaxeval.engine.mesh import make_mesh
+    from jaxeval.models.mesh import make_mesh
     from jaxeval.engine.read import read
     from jaxeval.models.config import config_from_hf
     from jaxeval.models.decoder import Decoder
@@ -179,7 +179,7 @@ def bad_inputs(folder: str) -> dict:
 
 def main(argv):
     folder, out_file, *specs = argv
-    from jaxeval.engine.mesh import initialize_distributed, is_writer
+    from jaxeval.engine.distributed import initialize_distributed, is_writer
 
     initialize_distributed()
     record_attention_shapes()

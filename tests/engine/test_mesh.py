@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from jax.sharding import AbstractMesh, AxisType, PartitionSpec as P
 
-from jaxeval.engine.mesh import AXES, MeshError, auto_mesh_shape, make_mesh, parse_mesh_spec
+from jaxeval.models.mesh import AXES, MeshError, auto_mesh_shape, make_mesh, parse_mesh_spec
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.context import stripe_order
 from jaxeval.models.param_layout import param_shapes
@@ -87,7 +87,7 @@ def test_check_mesh_fits():
 
 
 def test_distributed_settings_are_checked(monkeypatch):
-    from jaxeval.engine.mesh import initialize_distributed, is_writer
+    from jaxeval.engine.distributed import initialize_distributed, is_writer
 
     for name in ("JAXEVAL_COORDINATOR", "JAXEVAL_NUM_PROCESSES", "JAXEVAL_PROCESS_ID", "JAXEVAL_DISTRIBUTED"):
         monkeypatch.delenv(name, raising=False)

@@ -158,7 +158,7 @@ def test_cudnn_on_gpu_matches_xla():
 
 SHARDED = textwrap.dedent("""
     import jax, jax.numpy as jnp, numpy as np
-    from jaxeval.engine.mesh import make_mesh
+    from jaxeval.models.mesh import make_mesh
     from jaxeval.models.attention import xla_attention
     from jaxeval.models.splash_attention import make_splash_attention
     rng = np.random.default_rng(0)

@@ -65,7 +65,7 @@ def install(setattr_=setattr, model=FakeModel):
 def main(argv):
     from jaxeval import cli
 
-    from jaxeval.engine.mesh import initialize_distributed
+    from jaxeval.engine.distributed import initialize_distributed
 
     initialize_distributed()  # multi-host tests: JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, JAXEVAL_PROCESS_ID
     if "SYNTHETIC_CHUNK_BYTES" in os.environ:  # gather records in many small pieces

@@ -1,4 +1,4 @@
-"""Device meshes, the multi-host start-up and the one-writer rule.
+"""Device meshes: the four named axes, mesh specs, and the sizes the sharding rules read.
 
 Mesh axes are fixed: ("data", "fsdp", "tensor", "context").
 - data: sequences of a batch (generate rows); fsdp: batch plus the weights' embed dimension;
@@ -15,18 +15,12 @@ What each logical tensor dimension is sharded over lives in one table, jaxeval.m
 Axes are typed Auto: XLA propagates shardings from the parameters, the caches and the
 constraints the engine places; attention runs per shard under shard_map.
 
-Multi-host: call initialize_distributed() before anything touches a device (load_model and the
-CLI do). It reads, in order, its arguments, then the environment:
-    JAXEVAL_COORDINATOR=host:port  JAXEVAL_NUM_PROCESSES=N  JAXEVAL_PROCESS_ID=i
-or JAXEVAL_DISTRIBUTED=1 alone (Cloud TPU / SLURM: jax.distributed.initialize() finds its peers).
-With none of them set it does nothing (one process). Every process runs the same program on
-the same inputs; is_writer() is True on process 0 only, the one that writes results.
+Multi-host start-up and the one-writer rule: jaxeval.engine.distributed.
 """
 
 from __future__ import annotations
 
 import math
-import os
 
 import jax
 import numpy as np
@@ -120,47 +114,3 @@ def mesh_sizes(mesh: Mesh | None) -> dict[str, int]:
 def describe(mesh: Mesh | None) -> str:
     """"data=2,tensor=2,context=2" (axes of size 1 left out; "1 device" when all are)."""
     return ",".join(f"{a}={n}" for a, n in mesh_sizes(mesh).items() if n > 1) or "1 device"
-
-
-_DISTRIBUTED = {"done": False}
-
-
-def initialize_distributed(coordinator: str | None = None, num_processes: int | None = None,
-                           process_id: int | None = None) -> bool:
-    """Join a multi-process run (see the module docstring). Returns True when running multi-process."""
-    if _DISTRIBUTED["done"] or jax.distributed.is_initialized():
-        return jax.process_count() > 1
-    env = os.environ
-    coordinator = coordinator or env.get("JAXEVAL_COORDINATOR")
-    num_processes = num_processes if num_processes is not None else _env_int("JAXEVAL_NUM_PROCESSES")
-    process_id = process_id if process_id is not None else _env_int("JAXEVAL_PROCESS_ID")
-    auto = env.get("JAXEVAL_DISTRIBUTED", "").lower() in ("1", "true", "auto")
-    if coordinator is None and num_processes is None and process_id is None and not auto:
-        return False
-    if coordinator is not None and (num_processes is None or process_id is None):
-        raise MeshError("multi-host: JAXEVAL_COORDINATOR needs JAXEVAL_NUM_PROCESSES and JAXEVAL_PROCESS_ID too")
-    try:
-        if coordinator is None:
-            jax.distributed.initialize()
-        else:
-            jax.distributed.initialize(coordinator, num_processes, process_id)
-    except RuntimeError as e:
-        raise MeshError(f"multi-host start-up failed ({e}); initialize_distributed() must run before "
-                        "anything uses a JAX device") from None
-    _DISTRIBUTED["done"] = True
-    return jax.process_count() > 1
-
-
-def _env_int(name: str) -> int | None:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise MeshError(f"environment variable {name}={value!r} must be an integer") from None
-
-
-def is_writer() -> bool:
-    """True on the one process that writes results, journals and reports (process 0)."""
-    return jax.process_index() == 0
