@@ -1,7 +1,8 @@
 """Teacher-forced reads of many sequences that share token prefixes: each shared prefix runs once.
 
-Requests that start with the same chunk-aligned token prefix share its KV cache: the prefix is
-run once and every request continues from a copy of it. A prefix is shared only up to the
+Requests that start with the same chunk-aligned token prefix share its KV cache (for a hybrid,
+also the Gated DeltaNet states at the prefix's end): the prefix is run once and every request
+continues from a copy of it. A prefix is shared only up to the
 last whole chunk before a request's first read position, so no read falls inside it and the
 continuation gathers its hidden states exactly as a separate read would. With the same cache
 bucket and chunk length as a separate read, the results are bit-identical to it.
@@ -15,16 +16,17 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxeval.engine.backend import ReadResult
 from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
-from jaxeval.engine.read import check_read_request, host_rope, prefill_chunk, read, read_head
+from jaxeval.engine.read import check_read_request, host_rope, new_read_cache, read, read_head, run_chunk
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.rope import rope_key
-from jaxeval.models.sharding import READ_CACHE, host_array, zeros
+from jaxeval.models.sharding import host_array, zeros
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,8 +127,7 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         if request.start:
             users[above] = users.get(above, 0) + 1
 
-    cache_shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
-    caches: dict[int, tuple] = {}
+    caches: dict[int, object] = {}  # node -> its cache (K/V, and a hybrid's GDN states, after the prefix)
     tokens_run = 0
 
     rope = host_rope(config, group[0].ids.size, mesh)  # one rope_key per group: every member's tables
@@ -139,13 +140,13 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
     def take(node: int):
         """A fresh copy of the node's cache (zeros at the root); frees it after its last user."""
         if node == -1:
-            return zeros(cache_shape, dtype, mesh, READ_CACHE), zeros(cache_shape, dtype, mesh, READ_CACHE)
-        cache_k, cache_v = caches[node]
+            return new_read_cache(config, bucket, dtype, mesh)
+        cache = caches[node]
         users[node] -= 1
         if users[node] == 0:
             del caches[node]
-            return cache_k, cache_v
-        return jnp.copy(cache_k), jnp.copy(cache_v)
+            return cache
+        return jax.tree.map(jnp.copy, cache)
 
     def ensure(node: int, request: _Request) -> None:
         nonlocal tokens_run
@@ -154,23 +155,22 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         depth, above = shared[node]
         ensure(above, request)
         start = shared[above][0] * chunk if above != -1 else 0
-        cache_k, cache_v = take(above)
+        cache = take(above)
         ids = padded(request)
         hidden = zeros((count_bucket(1), config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
         no_reads = host_array(np.full((count_bucket(1),), -1, np.int32), mesh)
         for at in range(start, depth * chunk, chunk):
-            cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, host_array(ids[:, at:at + chunk], mesh),
-                                                     host_array(np.int32(at), mesh), hidden, no_reads, rope,
-                                                     config=config,
-                                                     backend=backend, mesh=mesh)
-        caches[node] = (cache_k, cache_v)
+            cache, hidden = run_chunk(params, cache, host_array(ids[:, at:at + chunk], mesh),
+                                      host_array(np.int32(at), mesh), hidden, no_reads, rope, config=config,
+                                      backend=backend, mesh=mesh)
+        caches[node] = cache
         tokens_run += depth * chunk - start
 
     # In trie order, so one subtree's caches are freed before the next subtree's are made.
     for request in sorted(group, key=lambda r: r.path[:r.start]):
         node = request.path[request.start - 1] if request.start else -1
         ensure(node, request)
-        cache_k, cache_v = take(node)
+        cache = take(node)
         k = request.positions.size
         k_pad = count_bucket(k)
         gather_at = np.full((k_pad,), -1, np.int32)
@@ -180,11 +180,10 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
         ids, gather_at = padded(request), host_array(gather_at, mesh)
         for at in range(request.start * chunk, request.n_inputs, chunk):
-            cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v, host_array(ids[:, at:at + chunk], mesh),
-                                                     host_array(np.int32(at), mesh), hidden, gather_at, rope,
-                                                     config=config,
-                                                     backend=backend, mesh=mesh)
-        del cache_k, cache_v
+            cache, hidden = run_chunk(params, cache, host_array(ids[:, at:at + chunk], mesh),
+                                      host_array(np.int32(at), mesh), hidden, gather_at, rope, config=config,
+                                      backend=backend, mesh=mesh)
+        del cache
         top1, logprobs = read_head(params, hidden, host_array(tokens, mesh), config=config, mesh=mesh)
         top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]
         results[request.index] = ReadResult(top1=top1, logprobs=logprobs[:, 0] if request.one_token_each else logprobs)

@@ -18,7 +18,9 @@ from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import write_chunk
+from jaxeval.models import hybrid
 from jaxeval.models.decoder import embed_tokens, final_logits, run_layers
+from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
 from jaxeval.models.rope import RopeTables, rope_tables
 from jaxeval.models.sharding import READ_CACHE, constrain, host_array, zeros
 
@@ -41,12 +43,45 @@ def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at,
     # on a mesh each sequence shard of the cache writes its own part of the chunk
     cache_k = write_chunk(cache_k, k_new, start, mesh, READ_CACHE)
     cache_v = write_chunk(cache_v, v_new, start, mesh, READ_CACHE)
+    hidden = _gather_rows(x, start, hidden, gather_at)
+    return (constrain(cache_k, mesh, *READ_CACHE), constrain(cache_v, mesh, *READ_CACHE),
+            constrain(hidden, mesh, "read_rows", "hidden"))
+
+
+def _gather_rows(x, start, hidden, gather_at):
+    """hidden [K, D] with the rows of x [1, C, D] (positions start ..) that gather_at asks for."""
+    c = x.shape[1]
     local = gather_at - start
     inside = (local >= 0) & (local < c)
     rows = x[0, jnp.clip(local, 0, c - 1)]
-    hidden = jnp.where(inside[:, None], rows.astype(hidden.dtype), hidden)
-    return (constrain(cache_k, mesh, *READ_CACHE), constrain(cache_v, mesh, *READ_CACHE),
-            constrain(hidden, mesh, "read_rows", "hidden"))
+    return jnp.where(inside[:, None], rows.astype(hidden.dtype), hidden)
+
+
+@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1,))
+def prefill_hybrid_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend):
+    """prefill_chunk for a hybrid (jaxeval.models.hybrid): cache is its HybridCache, K/V and GDN states
+    after position start - 1, carried to the chunk's end. One device. Returns (cache, hidden)."""
+    x, cache = hybrid.prefill(params, config, chunk_ids, start, cache, backend, rope)
+    return cache, _gather_rows(x, start, hidden, gather_at)
+
+
+def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None):
+    """The cache a read carries from chunk to chunk: (k, v) [L, 1, bucket, KV, hd], or a hybrid's HybridCache."""
+    if is_hybrid(config):
+        check_no_mesh(config, mesh)
+        return hybrid.new_cache(config, 1, bucket, dtype)
+    shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
+    return zeros(shape, dtype, mesh, READ_CACHE), zeros(shape, dtype, mesh, READ_CACHE)
+
+
+def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):
+    """One prefill chunk on a cache from new_read_cache (donated) -> (cache, hidden)."""
+    if is_hybrid(config):
+        return prefill_hybrid_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, config=config,
+                                    backend=backend)
+    cache_k, cache_v, hidden = prefill_chunk(params, *cache, chunk_ids, start, hidden, gather_at, rope, config=config,
+                                             backend=backend, mesh=mesh)
+    return (cache_k, cache_v), hidden
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"))
@@ -122,16 +157,15 @@ def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunke
     padded_tokens = np.zeros((k_pad, tokens.shape[1]), np.int32)
     padded_tokens[:k] = tokens
 
-    cache_shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
-    cache_k, cache_v = zeros(cache_shape, dtype, mesh, READ_CACHE), zeros(cache_shape, dtype, mesh, READ_CACHE)
+    cache = new_read_cache(config, bucket, dtype, mesh)
     hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
     gather_at = host_array(gather_at, mesh)
     rope = host_rope(config, ids.size, mesh)
     for start in range(0, n_inputs, chunk):
-        cache_k, cache_v, hidden = prefill_chunk(
-            params, cache_k, cache_v, host_array(padded_ids[:, start:start + chunk], mesh),
-            host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config, backend=backend, mesh=mesh)
-    del cache_k, cache_v
+        cache, hidden = run_chunk(params, cache, host_array(padded_ids[:, start:start + chunk], mesh),
+                                  host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config,
+                                  backend=backend, mesh=mesh)
+    del cache
     top1, logprobs = read_head(params, hidden, host_array(padded_tokens, mesh), config=config, mesh=mesh)
     top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]
     return ReadResult(top1=top1, logprobs=logprobs[:, 0] if one_token_each else logprobs)

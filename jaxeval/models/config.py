@@ -18,6 +18,7 @@ from jaxeval.models import families
 from jaxeval.models.families import (FULL, GEMMA3_TEXT_DEFAULTS, PARTIAL_ROTARY_TYPES,  # noqa: F401 (re-exported)
                                      PER_LAYER_TYPE_ROPE, SLIDING, SUPPORTED_MODEL_TYPES)
 from jaxeval.models.families import number as _number
+from jaxeval.models.gated_delta import GDNDims
 
 
 ROPE_KINDS = ("default", "linear", "llama3", "yarn", "dynamic", "longrope")
@@ -79,6 +80,10 @@ class ModelConfig:
     rotary_dim: int = 0  # leading dims of each head that rotate (partial_rotary_factor); 0: all of head_dim
     rope_interleaved: bool = False  # pairs (2i, 2i + 1) rotate together (GLM) instead of (i, i + R/2)
     no_rope_layers: tuple[int, ...] = ()  # layers without positional rotation (NoPE)
+    # hybrids (Qwen3.5): the Gated DeltaNet sizes of the LINEAR layers, and full attention whose output is
+    # multiplied by sigmoid(gate), the gate a second query projection
+    linear_attention: GDNDims | None = None
+    attention_output_gate: bool = False
 
     def __post_init__(self):
         if len(self.layer_types) != self.num_layers:
@@ -133,6 +138,8 @@ class ModelConfig:
                                       for r in (d["rope"], d["rope_local"]))
         for key in ("layer_types", "eos_token_ids", "no_rope_layers"):
             d[key] = tuple(d.get(key, ()))
+        if d.get("linear_attention") is not None:
+            d["linear_attention"] = GDNDims(**d["linear_attention"])
         return cls(**d)
 
 

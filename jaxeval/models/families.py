@@ -11,12 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from jaxeval.errors import ConfigError
+from jaxeval.models import hybrid_config
 
-FULL, SLIDING = "full_attention", "sliding_attention"
+FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention"  # LINEAR: Gated DeltaNet
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
-                         "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3")
-PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4")  # families whose attention rotates only part of each head
+                         "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3",
+                         "qwen3_5_text")
+PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text")  # families whose attention rotates only part of each head
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
 # transformers' Gemma3TextConfig defaults. The hub's multimodal Gemma 3 config.json files (model_type
@@ -51,6 +53,9 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "exaone4": {"sliding_window": 4096, "sliding_window_pattern": 4},
     "seed_oss": {"head_dim": 128, "attention_bias": True},
     "ministral3": {"head_dim": 128},
+    "qwen3_5_text": {"head_dim": 256, "partial_rotary_factor": 0.25, "linear_conv_kernel_dim": 4,
+                     "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+                     "linear_num_value_heads": 32},
 }
 
 # attention_bias: qwen2 always has q/k/v biases; GLM's and Seed-OSS's q/k/v follow attention_bias (o has none;
@@ -69,11 +74,13 @@ SLIDE_EVERY_LAYER = ("mistral", "ministral3", "phi3")
 
 
 def text_tower(raw: dict[str, Any], where: str) -> dict[str, Any]:
-    """A multimodal config.json's text tower (Gemma 3, Mistral 3 / Ministral 3); any other config as it is.
+    """A multimodal config.json's text tower (Gemma 3, Mistral 3 / Ministral 3, Qwen3.5); any other config as it is.
 
     The top level's bos/eos token ids, where set, are the model's.
     """
     kind = raw.get("model_type")
+    if kind == "qwen3_5":
+        return hybrid_config.qwen3_5_text_tower(raw, where)
     if kind not in ("gemma3", "mistral3"):
         return raw
     text = raw.get("text_config", MISTRAL3_TEXT_DEFAULTS if kind == "mistral3" else None)
@@ -114,7 +121,9 @@ def layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
     elif model_type in ALWAYS_FULL:
         types = [FULL] * num_layers
     if types is None:
-        if model_type == "gemma2":
+        if model_type in hybrid_config.HYBRID_TYPES:
+            types = hybrid_config.default_layer_types(raw, num_layers, where)
+        elif model_type == "gemma2":
             types = [SLIDING if (i + 1) % 2 else FULL for i in range(num_layers)]
         elif model_type == "gemma3_text":
             pattern = _positive_int(raw, "sliding_window_pattern", 6, where)
@@ -142,7 +151,8 @@ def layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
             types = [FULL] * num_layers
     if not isinstance(types, (list, tuple)):
         raise ConfigError(f"{where}: field 'layer_types' must be a list, got {types!r}")
-    bad = [t for t in types if t not in (FULL, SLIDING)]
+    kinds = (FULL, LINEAR) if model_type in hybrid_config.HYBRID_TYPES else (FULL, SLIDING)
+    bad = [t for t in types if t not in kinds]
     if bad:
         raise ConfigError(f"{where}: field 'layer_types' has unsupported entry {bad[0]!r}")
     if len(types) != num_layers:
@@ -227,6 +237,8 @@ def family_fields(raw, model_type, hidden_size, where, rope) -> dict[str, Any]:
             raise ConfigError(f"{where}: fields 'attention_multiplier' and 'logits_scaling' must be non-zero")
     if model_type == "ministral3":
         fields |= _position_query_scale(raw, rope, where)
+    if model_type in hybrid_config.HYBRID_TYPES:
+        fields |= hybrid_config.hybrid_fields(raw, where)
     return fields
 
 

@@ -12,6 +12,8 @@ import numpy as np
 
 from jaxeval.errors import CheckpointError
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.hybrid_layout import is_hybrid
+from jaxeval.models.hybrid_weights import load_hybrid_params
 from jaxeval.models.param_layout import TOP, fused_rows, hf_name, hf_shape, param_shapes, to_ours
 from jaxeval.models.safetensors_io import SafetensorsFolder
 
@@ -39,6 +41,8 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
     memory-mapped; our layout is a view of the HF one, so a slice touches only its own rows).
     """
     st = SafetensorsFolder(folder) if tensors is None else tensors
+    if is_hybrid(c):  # Qwen3.5: its own names and stacks; one device (hybrid_layout.check_no_mesh)
+        return load_hybrid_params(st, c, dtype)
     prefix = _prefix(st)
     shapes = param_shapes(c)
 

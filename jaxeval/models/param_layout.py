@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.hybrid_layout import hybrid_param_shapes, is_hybrid
 
 
 def axis_sizes(c: ModelConfig) -> dict[str, int]:
@@ -142,7 +143,10 @@ def shape_of(p: Param, c: ModelConfig) -> tuple[int, ...]:
 
 
 def param_shapes(c: ModelConfig) -> dict:
-    """Nested dict of shapes: {"embed", "final_norm", "layers": {...}, "lm_head" unless tied}."""
+    """Nested dict of shapes: {"embed", "final_norm", "layers": {...}, "lm_head" unless tied}; a hybrid's
+    (Qwen3.5) has "linear_layers" too (jaxeval.models.hybrid_layout)."""
+    if is_hybrid(c):
+        return hybrid_param_shapes(c)
     layers = {name: shape_of(p, c) for name, p in LAYERS.items() if p.when(c)}
     shapes = {"embed": shape_of(TOP["embed"], c), "final_norm": shape_of(TOP["final_norm"], c), "layers": layers}
     if TOP["lm_head"].when(c):

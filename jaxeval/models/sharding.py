@@ -20,6 +20,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.hybrid_layout import check_no_mesh
 from jaxeval.models.mesh import MeshError, describe, mesh_sizes
 from jaxeval.models.param_layout import PARAM_AXES
 
@@ -95,6 +96,7 @@ def param_shardings(shapes: dict, mesh: Mesh) -> dict:
 
 def check_mesh_fits(config: ModelConfig, mesh: Mesh, prefill_chunk: int | None = None) -> None:
     """Refuse, before any compile, a mesh the model's heads or the prefill chunk cannot be split over."""
+    check_no_mesh(config, mesh)
     sizes = mesh_sizes(mesh)
     tp, cp = sizes["tensor"], sizes["context"]
     where = f"mesh {describe(mesh)}"

@@ -1,0 +1,42 @@
+"""Generation steps of the hybrid decoders (Qwen3.5): its HybridCache is the decode cache.
+
+The batch cache is jaxeval.models.hybrid.HybridCache with every leaf [layers, rows, ...]: the full
+layers' K/V [Lf, B, S, KV, hd] and the Gated DeltaNet layers' conv and recurrent states [Ll, B, ...].
+Prefill runs one prompt chunk into its row; the chunk's padding past the prompt is kept out of the
+GDN states (their `lengths`), while its K/V land past the prompt where decode overwrites them before
+any query sees them. Decode is written for one row (jaxeval.models.hybrid.decode_row) and vmapped
+over the rows; the GDN layers step their recurrent form, as transformers does for one new token.
+One device (jaxeval.models.hybrid_layout.check_no_mesh).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+
+from jaxeval.engine.sampling import choose_tokens
+from jaxeval.models import hybrid
+
+
+@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1,))
+def prefill_hybrid_row(params, cache, chunk_ids, start, row, valid, rope, *, config, backend):
+    """Run chunk_ids int [1, C] (positions start ..) into row `row` of the cache; valid int scalar: how many
+    of the chunk's tokens are the prompt's (the rest is padding). rope: RopeTables of the prompt."""
+    take = lambda a: jax.lax.dynamic_slice_in_dim(a, row, 1, axis=1)
+    _, new = hybrid.prefill(params, config, chunk_ids, start, jax.tree.map(take, cache), backend, rope,
+                            lengths=valid[None])
+    put = lambda a, n: jax.lax.dynamic_update_slice_in_dim(a, n.astype(a.dtype), row, axis=1)
+    return jax.tree.map(put, cache, new)
+
+
+@functools.partial(jax.jit, static_argnames=("config",), donate_argnums=(1,))
+def decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_p, rope, suppress=None, *, config):
+    """jaxeval.engine.generate.decode_step for a hybrid: feed tokens int [B] at positions int [B], update the
+    cache (donated) and sample. Returns (next tokens int32 [B], positions + 1, cache)."""
+    logits, k, v, states = jax.vmap(hybrid.decode_row, in_axes=(None, None, 1, 1, 1, 0, 0, 0),
+                                    out_axes=(0, 1, 1, 1))(params, config, cache.k, cache.v, cache.gdn, tokens,
+                                                           positions, rope)
+    if suppress is not None:
+        logits = logits + suppress
+    return choose_tokens(logits, keys, positions, temperature, top_p), positions + 1, hybrid.HybridCache(k, v, states)

@@ -1,0 +1,228 @@
+"""The hybrid decoder (Qwen3.5): Gated DeltaNet layers and gated full-attention layers, scanned in groups.
+
+Pure functions over the parameter dict of jaxeval.models.hybrid_layout, as transformers 5.x's
+Qwen3_5DecoderLayer computes them: x + mixer(RMSNorm(x)), then x + MLP(RMSNorm(x)), every RMSNorm
+(1 + w) in float32; the mixer is either
+  - Gated DeltaNet (jaxeval.models.gated_delta: causal conv, chunked gated delta rule, gated RMSNorm), or
+  - full attention with per-head (1 + w) q/k norms, partial rotary, and its output multiplied by
+    sigmoid(gate) before o_proj, the gate a second query projection of the same normed input.
+
+The cache (HybridCache) is what a long read carries from one prefill chunk to the next and what
+decode continues from: the full layers' K/V [Lf, B, S, KV, hd] and the linear layers' GDN states
+(conv inputs and float32 recurrent state, [Ll, B, ...]). Both read and generate keep it layer-major.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from jaxeval.models import gated_delta as gd
+from jaxeval.models.attention import decode_attention, get_attention
+from jaxeval.models.config import ModelConfig
+from jaxeval.models.decoder import _activation, _norm, attention_inputs, embed_tokens, final_logits, layer_output
+from jaxeval.models.families import FULL
+from jaxeval.models.hybrid_layout import full_layer_indices, hybrid_param_shapes, layer_groups
+from jaxeval.models.rope import RopeTables, rope_tables
+
+
+class HybridDecoder(nnx.Module):
+    """The hybrid LM's parameters (jaxeval.models.hybrid_layout); `HybridDecoder(config, rngs=nnx.Rngs(0))`
+    gives random weights initialised as transformers' Qwen3_5PreTrainedModel does."""
+
+    def __init__(self, config: ModelConfig, *, dtype=jnp.float32, rngs: nnx.Rngs):
+        self.config = config
+        normal = nnx.initializers.normal(0.02)
+
+        def make(name, shape):
+            if name == "norm":  # the gated RMSNorm scales by w
+                return nnx.Param(jnp.ones(shape, dtype))
+            if name.endswith("norm"):  # every other RMSNorm scales by 1 + w
+                return nnx.Param(jnp.zeros(shape, dtype))
+            if name == "dt_bias":
+                return nnx.Param(jnp.ones(shape, dtype))
+            if name == "a_log":  # A ~ U(0.01, 16)
+                return nnx.Param(jnp.log(jax.random.uniform(rngs.params(), shape, dtype, 0.01, 16.0)))
+            return nnx.Param(normal(rngs.params(), shape, dtype))
+
+        shapes = hybrid_param_shapes(config)
+        for name in ("embed", "final_norm", "lm_head"):
+            if name in shapes:
+                setattr(self, name, make(name, shapes[name]))
+        self.layers = nnx.Dict({k: make(k, s) for k, s in shapes["layers"].items()})
+        self.linear_layers = nnx.Dict({k: make(k, s) for k, s in shapes["linear_layers"].items()})
+
+    def params(self) -> dict:
+        return nnx.to_pure_dict(nnx.state(self, nnx.Param))
+
+    def __call__(self, ids, backend: str = "xla"):
+        """Full logits float32 [B, T, V] for small checks; reads use jaxeval.engine.read."""
+        return forward_logits(self.params(), self.config, ids, backend)
+
+
+class HybridCache(NamedTuple):
+    k: jax.Array  # [Lf, B, S, KV, hd]
+    v: jax.Array  # [Lf, B, S, KV, hd]
+    gdn: gd.GDNState  # conv_q, conv_k [Ll, B, K-1, Hk, dk]; conv_v [Ll, B, K-1, Hv, dv]; recurrent [Ll, B, Hv, dk, dv]
+
+
+def new_cache(c: ModelConfig, batch: int, length: int, dtype) -> HybridCache:
+    """Zeros: the cache before the first token (transformers' fresh cache)."""
+    g = layer_groups(c.layer_types)
+    kv_shape = (g.full_layers, batch, length, c.num_kv_heads, c.head_dim)
+    state = gd.init_state(batch, c.linear_attention, dtype)  # separate buffers: every one is donated
+    gdn = gd.GDNState(*(jnp.zeros((g.linear_layers, *s.shape), s.dtype) for s in state))
+    return HybridCache(jnp.zeros(kv_shape, dtype), jnp.zeros(kv_shape, dtype), gdn)
+
+
+def _mlp_residual(lp, c: ModelConfig, x):
+    h = _norm(c, x, lp["mlp_norm"])
+    return x + (_activation(c, h @ lp["w_gate"]) * (h @ lp["w_up"])) @ lp["w_down"]
+
+
+def linear_layer(lp, c: ModelConfig, x, state: gd.GDNState, lengths=None, mode="chunk"):
+    """A Gated DeltaNet layer. x [B, T, D]; state: this layer's GDNState [B, ...] -> (x, new state)."""
+    out, state = gd.gated_delta_net(lp, _norm(c, x, lp["attn_norm"]), state, eps=c.rms_norm_eps, mode=mode,
+                                    lengths=lengths)
+    return _mlp_residual(lp, c, x + out.astype(x.dtype)), state
+
+
+def _output_gate(lp, c: ModelConfig, x):
+    """sigmoid of the gate half of Qwen3.5's q_proj: [B, T, H, hd]."""
+    return jax.nn.sigmoid(jnp.einsum("btd,dhk->bthk", _norm(c, x, lp["attn_norm"]), lp["wq_gate"]))
+
+
+def full_layer(lp, c: ModelConfig, x, positions, rope, attend, cache=None, start=0):
+    """A gated full-attention layer. cache: (k, v) [B, S, KV, hd] holding positions < start, or None
+    (attention over x alone). Returns (x, (k, v) [B, T, KV, hd] of this chunk)."""
+    q, k, v = attention_inputs(lp, c, x, positions, rope)
+    if cache is None:
+        keys, values, q_start = k, v, 0
+    else:
+        keys = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), start, axis=1)
+        values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
+        q_start = start
+    attn = attend(q, keys, values, q_start, jnp.int32(0), c.attention_scale, None)
+    return layer_output(lp, c, x, attn * _output_gate(lp, c, x).astype(attn.dtype)), (k, v)
+
+
+def _grouped(tree, groups: int):
+    """Leaves [G * n, ...] -> [G, n, ...]."""
+    return jax.tree.map(lambda a: a.reshape(groups, a.shape[0] // groups, *a.shape[1:]), tree)
+
+
+def _ungrouped(tree):
+    return jax.tree.map(lambda a: a.reshape(a.shape[0] * a.shape[1], *a.shape[2:]), tree)
+
+
+def _at(tree, i: int):
+    return jax.tree.map(lambda a: a[i], tree)
+
+
+def _stack(items, empty_shape, dtype):
+    return jnp.stack(items) if items else jnp.zeros((0, *empty_shape), dtype)
+
+
+def _full_rope(c: ModelConfig, rope: RopeTables) -> RopeTables:
+    """The full-attention layers' rows of the per-layer rope tables ([..., L, R/2] -> [..., Lf, R/2])."""
+    rows = jnp.asarray(full_layer_indices(c), jnp.int32)
+    return RopeTables(jnp.take(jnp.asarray(rope.inv_freq), rows, axis=-2), jnp.take(jnp.asarray(rope.scale), rows,
+                                                                                     axis=-1))
+
+
+def run_layers(params, c: ModelConfig, x, positions, cache: HybridCache | None, start=0, backend="xla",
+               rope: RopeTables | None = None, lengths=None):
+    """Scan the layer groups over one chunk. x [B, T, D]; positions int [T] (absolute).
+
+    cache: the state before this chunk (K/V of positions < start, GDN states after position start - 1),
+    or None (a sequence on its own: attention over x, zero GDN states). lengths int [B] (optional): valid
+    tokens per row of a right-padded chunk (their GDN states stop there).
+    Returns (x [B, T, D], (k, v) [Lf, B, T, KV, hd] of this chunk, GDNState [Ll, B, ...] after it).
+    """
+    g = layer_groups(c.layer_types)
+    B, T, _ = x.shape
+    rope = _full_rope(c, rope_tables(c, T) if rope is None else rope)
+    attend = get_attention(backend, c)
+    states = new_cache(c, B, 0, x.dtype).gdn if cache is None else cache.gdn
+    kv = None if cache is None else (cache.k, cache.v)
+    xs = (_grouped(params["layers"], g.groups), _grouped(params["linear_layers"], g.groups),
+          _grouped(tuple(rope), g.groups), None if kv is None else _grouped(kv, g.groups), _grouped(states, g.groups))
+
+    def body(x, xs):
+        full_p, linear_p, (inv_freq, scale), group_kv, group_states = xs
+        ks, vs, new_states, fi, li = [], [], [], 0, 0
+        for kind in g.pattern:
+            if kind == FULL:
+                layer_kv = None if group_kv is None else _at(group_kv, fi)
+                x, (k, v) = full_layer(_at(full_p, fi), c, x, positions, (inv_freq[fi], scale[fi]), attend, layer_kv,
+                                       start)
+                ks.append(k)
+                vs.append(v)
+                fi += 1
+            else:
+                x, state = linear_layer(_at(linear_p, li), c, x, _at(group_states, li), lengths)
+                new_states.append(state)
+                li += 1
+        kv_shape = (B, T, c.num_kv_heads, c.head_dim)
+        return x, (_stack(ks, kv_shape, x.dtype), _stack(vs, kv_shape, x.dtype),
+                   jax.tree.map(lambda *s: jnp.stack(s), *new_states) if new_states else group_states)
+
+    x, (k_new, v_new, new_states) = jax.lax.scan(body, x, xs)
+    return x, (_ungrouped(k_new), _ungrouped(v_new)), gd.GDNState(*_ungrouped(tuple(new_states)))
+
+
+def prefill(params, c: ModelConfig, chunk_ids, start, cache: HybridCache, backend="xla", rope=None, lengths=None):
+    """One prefill chunk into the cache: chunk_ids int [B, C] at positions start .. start + C - 1.
+    Returns (final hidden states [B, C, D] before the final norm, the cache after the chunk)."""
+    x = embed_tokens(params, c, chunk_ids)
+    x, (k, v), states = run_layers(params, c, x, start + jnp.arange(chunk_ids.shape[1]), cache, start, backend, rope,
+                                   lengths)
+    write = lambda cache, new: jax.lax.dynamic_update_slice_in_dim(cache, new.astype(cache.dtype), start, axis=2)
+    return x, HybridCache(write(cache.k, k), write(cache.v, v), states)
+
+
+def decode_row(params, c: ModelConfig, cache_k, cache_v, states: gd.GDNState, token, position, rope: RopeTables):
+    """One sequence, one token (int scalar) at `position`: cache_k, cache_v [Lf, S, KV, hd] holding
+    positions < position, states: GDNState without the batch axis ([Ll, ...]); rope: this row's tables
+    (inv_freq [L, R/2], scale [L]). The K/V are written in place (carried through the scan), the GDN
+    layers step their recurrent form. Returns (float32 logits [V], cache_k, cache_v, states)."""
+    g = layer_groups(c.layer_types)
+    rope = _full_rope(c, rope)
+    positions = position + jnp.arange(1)
+    batched = jax.tree.map(lambda s: s[:, None], states)  # [Ll, 1, ...]: the GDN functions take a batch axis
+
+    def body(carry, xs):
+        x, cache_k, cache_v = carry
+        full_p, linear_p, (inv_freq, scale), group_states, group = xs
+        new_states, fi, li = [], 0, 0
+        for kind in g.pattern:
+            if kind == FULL:
+                lp, i = _at(full_p, fi), group * g.full_per_group + fi
+                q, k, v = attention_inputs(lp, c, x, positions, (inv_freq[fi], scale[fi]))  # [1, 1, H or KV, hd]
+                cache_k = jax.lax.dynamic_update_slice(cache_k, k[0].astype(cache_k.dtype), (i, position, 0, 0))
+                cache_v = jax.lax.dynamic_update_slice(cache_v, v[0].astype(cache_v.dtype), (i, position, 0, 0))
+                attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, jnp.int32(0), c.attention_scale)
+                x = layer_output(lp, c, x, attn[None, None] * _output_gate(lp, c, x).astype(attn.dtype))
+                fi += 1
+            else:
+                x, state = linear_layer(_at(linear_p, li), c, x, _at(group_states, li), mode="recurrent")
+                new_states.append(state)
+                li += 1
+        stacked = jax.tree.map(lambda *s: jnp.stack(s), *new_states) if new_states else group_states
+        return (x, cache_k, cache_v), stacked
+
+    x = embed_tokens(params, c, token[None, None])
+    xs = (_grouped(params["layers"], g.groups), _grouped(params["linear_layers"], g.groups),
+          _grouped(tuple(rope), g.groups), _grouped(batched, g.groups), jnp.arange(g.groups))
+    (x, cache_k, cache_v), new_states = jax.lax.scan(body, (x, cache_k, cache_v), xs)
+    states = jax.tree.map(lambda s: s[:, 0], _ungrouped(new_states))
+    return final_logits(params, c, x[0, 0]), cache_k, cache_v, gd.GDNState(*states)
+
+
+def forward_logits(params, c: ModelConfig, ids, backend="xla"):
+    """ids int [B, T] -> float32 logits [B, T, V]. Materialises all logits: short inputs only."""
+    x, _, _ = run_layers(params, c, embed_tokens(params, c, ids), jnp.arange(ids.shape[1]), None, backend=backend)
+    return final_logits(params, c, x)

@@ -1,0 +1,94 @@
+"""Parameter and cache layout of the hybrid decoders (Qwen3.5), and how their layers group for the scan.
+
+The layers of each kind are stacked separately: `layers` holds the full-attention layers (the one
+decoder's layout, jaxeval.models.decoder, plus the output gate), `linear_layers` the Gated DeltaNet
+layers (jaxeval.models.gated_delta's mixer tensors plus the norms and MLP). Sizes (Lf full and Ll
+linear layers; D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab; Hk, Hv, dk, dv, K the GDN's):
+  embed [V, D]; lm_head [D, V] unless tied; final_norm [D]
+  layers/: wq, wq_gate [Lf, D, H, hd]; wk, wv [Lf, D, KV, hd]; wo [Lf, H, hd, D]; q_norm, k_norm [Lf, hd];
+           attn_norm, mlp_norm [Lf, D]; w_gate, w_up [Lf, D, F]; w_down [Lf, F, D]
+  linear_layers/: wq, wk [Ll, D, Hk, dk]; wv, wz [Ll, D, Hv, dv]; wb, wa [Ll, D, Hv];
+           conv_q, conv_k [Ll, K, Hk, dk]; conv_v [Ll, K, Hv, dv]; a_log, dt_bias [Ll, Hv]; norm [Ll, dv];
+           wo [Ll, Hv, dv, D]; attn_norm, mlp_norm [Ll, D]; w_gate, w_up [Ll, D, F]; w_down [Ll, F, D]
+
+Scan: the layer pattern repeats with the smallest period p that divides the depth (Qwen3.5: three
+linear layers and one full, p = 4), so the decoder scans L / p groups of p unrolled layers: compile
+time grows with the period, never with depth (a pattern that does not repeat is one group).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from jaxeval.models.config import ModelConfig
+from jaxeval.models.families import FULL, LINEAR
+from jaxeval.models.mesh import MeshError
+
+
+def is_hybrid(c: ModelConfig) -> bool:
+    return c.linear_attention is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerGroups:
+    pattern: tuple[str, ...]  # layer kinds of one group, FULL or LINEAR
+    groups: int  # G: the scan's length; the model has G * len(pattern) layers
+    full_per_group: int  # nf
+    linear_per_group: int  # nl
+
+    @property
+    def full_layers(self) -> int:  # Lf
+        return self.groups * self.full_per_group
+
+    @property
+    def linear_layers(self) -> int:  # Ll
+        return self.groups * self.linear_per_group
+
+
+@functools.lru_cache(maxsize=64)
+def layer_groups(layer_types: tuple[str, ...]) -> LayerGroups:
+    """The smallest period of the layer pattern that divides the depth, as scan groups."""
+    n = len(layer_types)
+    period = next(p for p in range(1, n + 1) if n % p == 0 and layer_types == layer_types[:p] * (n // p))
+    pattern = layer_types[:period]
+    full = sum(t == FULL for t in pattern)
+    return LayerGroups(pattern, n // period, full, period - full)
+
+
+def full_layer_indices(c: ModelConfig) -> list[int]:
+    return [i for i, t in enumerate(c.layer_types) if t == FULL]
+
+
+def linear_layer_indices(c: ModelConfig) -> list[int]:
+    return [i for i, t in enumerate(c.layer_types) if t == LINEAR]
+
+
+def hybrid_param_shapes(c: ModelConfig) -> dict:
+    """Nested dict of shapes (see the module docstring)."""
+    g = layer_groups(c.layer_types)
+    Lf, Ll = g.full_layers, g.linear_layers
+    D, H, KV, hd, F, V = c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size, c.vocab_size
+    d = c.linear_attention
+    Hk, Hv, dk, dv, K = d.num_k_heads, d.num_v_heads, d.head_k_dim, d.head_v_dim, d.conv_kernel
+
+    def block(L):  # the pre norms and the MLP every layer has
+        return {"attn_norm": (L, D), "mlp_norm": (L, D), "w_gate": (L, D, F), "w_up": (L, D, F), "w_down": (L, F, D)}
+
+    full = {"wq": (Lf, D, H, hd), "wq_gate": (Lf, D, H, hd), "wk": (Lf, D, KV, hd), "wv": (Lf, D, KV, hd),
+            "wo": (Lf, H, hd, D), "q_norm": (Lf, hd), "k_norm": (Lf, hd), **block(Lf)}
+    linear = {"wq": (Ll, D, Hk, dk), "wk": (Ll, D, Hk, dk), "wv": (Ll, D, Hv, dv), "wz": (Ll, D, Hv, dv),
+              "wb": (Ll, D, Hv), "wa": (Ll, D, Hv), "conv_q": (Ll, K, Hk, dk), "conv_k": (Ll, K, Hk, dk),
+              "conv_v": (Ll, K, Hv, dv), "a_log": (Ll, Hv), "dt_bias": (Ll, Hv), "norm": (Ll, dv),
+              "wo": (Ll, Hv, dv, D), **block(Ll)}
+    shapes = {"embed": (V, D), "final_norm": (D,), "layers": full, "linear_layers": linear}
+    if not c.tie_word_embeddings:
+        shapes["lm_head"] = (D, V)
+    return shapes
+
+
+def check_no_mesh(c: ModelConfig, mesh) -> None:
+    """Hybrids run on one device: their Gated DeltaNet layers have no sharding rules yet."""
+    if is_hybrid(c) and mesh is not None and mesh.devices.size > 1:
+        raise MeshError(f"model_type={c.model_type!r} (Gated DeltaNet layers) runs on one device only; "
+                        "load it without a mesh")
