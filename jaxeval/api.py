@@ -24,6 +24,7 @@ from jaxeval.models.decoder import Decoder
 from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.mesh import make_mesh
+from jaxeval.models.mesh import make_mesh
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -78,6 +79,13 @@ class Model:
         self.stats["tokens"] += shared.tokens_run
         return shared
 
+    def final_states(self, ids, rows):
+        """float32 [K, D]: the final-norm hidden state at each token index of rows in ids (jaxeval.engine.states)."""
+        from jaxeval.engine.states import final_states
+
+        return final_states(self._params, self.config, ids, rows, backend=self.attention,
+                            prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
+
     def generate(self, prompts, max_new_tokens: int, stop=None, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int = 0, *, batch_size: int = 8):
         """Generate after each token-id prompt -> list of jaxeval.engine.generate.Generation, in prompt order.
@@ -99,7 +107,7 @@ def default_dtype() -> str:
 
 
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
-               prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, **config_overrides) -> Model:
+               prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True, **config_overrides) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
 
     config_overrides replace config.json fields, as model cards enable long context, e.g.
@@ -108,6 +116,8 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
 
     mesh: None (one device), a spec such as "data=2,tensor=2,context=2" or "auto", or a
     jax.sharding.Mesh with axes ("data", "fsdp", "tensor", "context"); see jaxeval.models.mesh.
+    lm_head=False: a trunk-only checkpoint (a sentence-embedding model): no LM head is read and the
+    embedding stands in for it, so only final_states() means anything.
     The weights are read straight into their shardings (jaxeval.models.sharding), each process
     reading only its own bytes. A multi-process run is joined first when the JAXEVAL_COORDINATOR /
     JAXEVAL_NUM_PROCESSES / JAXEVAL_PROCESS_ID (or JAXEVAL_DISTRIBUTED=1) variables are set.
@@ -125,6 +135,8 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     source = GGUFCheckpoint(gguf) if gguf else None
     config = (config_from_hf(source.config, where=str(gguf), overrides=config_overrides) if source
               else load_hf_config(folder, config_overrides))
+    if not lm_head:
+        config = dataclasses.replace(config, tie_word_embeddings=True)
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
     targets = None
     if mesh is not None:

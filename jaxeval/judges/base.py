@@ -8,7 +8,6 @@ the judge counts it by kind so that results can report how many judgements are m
 from __future__ import annotations
 
 import copy
-import re
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -82,27 +81,3 @@ def judge_record(judge: Judge) -> dict:
     if callable(summary):
         record["summary"] = summary()
     return record
-
-
-def make_judge(spec: str, **options) -> Judge:
-    """A judge from a CLI string: "http:BASE_URL:MODEL" or "local:PATH".
-
-    BASE_URL may contain colons (http://host:port/v1); the model name is the text after the last
-    colon and may contain slashes (Qwen/Qwen3-8B). `options` go to the backend's constructor
-    (HttpJudge or LocalJudge).
-    """
-    from jaxeval.errors import ConfigError
-
-    kind, sep, rest = spec.partition(":")
-    if kind == "http" and sep:
-        base_url, sep2, model = rest.rpartition(":")
-        if (not sep2 or not base_url.startswith(("http://", "https://")) or not model
-                or model.startswith("/") or re.match(r"\d+(/|$)", model)):
-            raise ConfigError(f"judge {spec!r}: expected http:BASE_URL:MODEL, e.g. "
-                              "http:http://127.0.0.1:8000/v1:gpt-4o-2024-05-13")
-        from jaxeval.judges.http import HttpJudge
-        return HttpJudge(base_url, model, **options)
-    if kind == "local" and sep and rest:
-        from jaxeval.judges.local import LocalJudge
-        return LocalJudge.from_path(rest, **options)
-    raise ConfigError(f"judge {spec!r}: expected http:BASE_URL:MODEL or local:PATH")

@@ -123,6 +123,20 @@ class EngineCalls:
         return [decode(result) for payload in gathered for result in payload["results"]]
 
 
+def load_for_lm_eval(load: dict):
+    """The jaxeval Model described by JaxevalLM's load settings (every process of a run loads alike)."""
+    from jaxeval.api import load_model
+
+    settings = dict(load)
+    tokenizer = settings.pop("tokenizer", None)
+    model = load_model(settings.pop("pretrained"), **settings.pop("overrides", {}), **settings)
+    if tokenizer is not None:
+        from transformers import AutoTokenizer
+
+        model.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+    return model
+
+
 def follow(model=None, **settings) -> None:
     """Processes other than 0: serve process 0's engine calls until it sends "stop".
 
@@ -144,8 +158,6 @@ def follow(model=None, **settings) -> None:
                 if model is None:
                     raise RuntimeError("process 0 passed a loaded model to JaxevalLM: call follow(model=...) here")
             else:
-                from jaxeval.lm_eval.model import load_for_lm_eval
-
                 model = load_for_lm_eval(call["load"])
             calls = EngineCalls(model, call.get("host_split", "auto"))
         elif op in ("read", "generate"):

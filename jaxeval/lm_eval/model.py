@@ -23,7 +23,7 @@ from lm_eval.models.utils import handle_stop_sequences
 from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 from tqdm import tqdm
 
-from jaxeval.lm_eval.hosts import EngineCalls, broadcast, open_followers, process_info
+from jaxeval.lm_eval.hosts import EngineCalls, broadcast, load_for_lm_eval, open_followers, process_info
 from jaxeval.lm_eval.requests import gen_settings, generation_text, has_bos_prefix, plan_reads, score_window
 from jaxeval.models.config import CONFIG_OVERRIDES, override_value
 
@@ -33,20 +33,6 @@ READS_PER_CALL = 512  # engine reads per call (sorted, so shared prefixes stay w
 IGNORED_ARGS = ("device", "max_batch_size", "trust_remote_code")  # lm-eval passes these to every model
 
 importlib.import_module("lm_eval.models")  # built-in models first: lm-eval imports them only into an empty registry
-
-
-def load_for_lm_eval(load: dict):
-    """The jaxeval Model described by JaxevalLM's load settings (every process of a run loads alike)."""
-    from jaxeval.api import load_model
-
-    settings = dict(load)
-    tokenizer = settings.pop("tokenizer", None)
-    model = load_model(settings.pop("pretrained"), **settings.pop("overrides", {}), **settings)
-    if tokenizer is not None:
-        from transformers import AutoTokenizer
-
-        model.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
-    return model
 
 
 def _batch_size(value) -> int:

@@ -2,7 +2,7 @@
 
 attend(q [B,T,H,hd], k [B,S,KV,hd], v [B,S,KV,hd], q_start, window, scale, softcap) -> [B,T,H,hd]
 Query t sits at absolute position q_start + t, key s at position s; a query sees keys with
-s <= q and, when window > 0, q - s < window. Scores and softmax are float32.
+s <= q and, when window > 0, q - s < window. Scores and softmax are float32; the mask is jaxeval.models.attention_mask.
 
 - xla: the reference; materialises [T, S] scores. Differentiable (used for training).
 - chunked: blockwise online softmax; key blocks that are fully masked (beyond the causal
@@ -29,8 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxeval.errors import ConfigError
-
-MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)
+from jaxeval.models.attention_mask import MASK_VALUE, visible
 
 
 def _scores(q, k, scale, softcap):
@@ -39,12 +38,6 @@ def _scores(q, k, scale, softcap):
     if softcap:
         s = jnp.tanh(s / softcap) * softcap
     return s
-
-
-def _visible(q_pos, k_pos, window):
-    """bool [T, S]."""
-    diff = q_pos[:, None] - k_pos[None, :]
-    return (diff >= 0) & ((window <= 0) | (diff < window))
 
 
 def _group(q, num_kv):
@@ -57,7 +50,7 @@ def xla_attention(q, k, v, q_start, window, scale, softcap=None):
     qg = _group(q, k.shape[2])
     s = _scores(qg, k, scale, softcap)
     q_pos = q_start + jnp.arange(t)
-    s = jnp.where(_visible(q_pos, jnp.arange(k.shape[1]), window), s, MASK_VALUE)
+    s = jnp.where(visible(q_pos, jnp.arange(k.shape[1]), window), s, MASK_VALUE)
     p = jax.nn.softmax(s, axis=-1)
     out = jnp.einsum("bkgts,bskd->btkgd", p.astype(v.dtype), v, preferred_element_type=jnp.float32)
     return out.reshape(b, t, h, d).astype(q.dtype)
@@ -92,7 +85,7 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256
             s = jnp.einsum("bkrd,bksd->bkrs", rows, kb, preferred_element_type=jnp.float32) * scale
             if softcap:
                 s = jnp.tanh(s / softcap) * softcap
-            s = jnp.where(_visible(row_pos, j * bk + jnp.arange(bk), window), s, MASK_VALUE)
+            s = jnp.where(visible(row_pos, j * bk + jnp.arange(bk), window), s, MASK_VALUE)
             m_new = jnp.maximum(m, s.max(axis=-1))
             p = jnp.exp(s - m_new[..., None])
             alpha = jnp.exp(m - m_new)

@@ -25,7 +25,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from jaxeval.errors import ConfigError
-from jaxeval.models.attention import MASK_VALUE
+from jaxeval.models.attention_mask import MASK_VALUE
 
 
 def is_static(x) -> bool:

@@ -189,6 +189,11 @@ def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backen
     return x, new_kv
 
 
+def final_norm(params, c: ModelConfig, h):
+    """h [..., D] -> the final RMSNorm of h (what the LM head reads; sentence embeddings pool it)."""
+    return _norm(c, h, params["final_norm"])
+
+
 def output_projection(params, c: ModelConfig):
     """[D, V] weight of the LM head (the embedding, transposed, when tied)."""
     return params["embed"].T if c.tie_word_embeddings else params["lm_head"]

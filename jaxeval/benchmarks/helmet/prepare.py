@@ -7,7 +7,7 @@ import dataclasses
 from collections import Counter
 from pathlib import Path
 
-from jaxeval.benchmarks.helmet import samples as S
+import jaxeval.benchmarks.helmet.samples as S
 from jaxeval.benchmarks.helmet.data import load_records, resolve_file
 from jaxeval.benchmarks.helmet.tasks import ASSETS, EvalUnit, family
 from jaxeval.benchmarks.helmet.templates import Template, template_for

@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.benchmarks.helmet import judging
+import jaxeval.benchmarks.helmet.judging as judging
 from jaxeval.benchmarks.helmet.data import resolve_data_root
 from jaxeval.benchmarks.helmet.metrics import default_post_process
 from jaxeval.benchmarks.helmet.prepare import PreparedSample, prepare_unit, saved_fields

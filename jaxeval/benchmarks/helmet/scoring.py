@@ -14,7 +14,7 @@ import math
 import numpy as np
 from typing import Sequence
 
-from jaxeval.benchmarks.helmet import alce
+import jaxeval.benchmarks.helmet.alce as alce
 from jaxeval.benchmarks.helmet.metrics import (
     choice_post_process, default_post_process, icl_post_process, json_kv_post_process, ruler_post_process,
 )

@@ -5,7 +5,7 @@ prompt), the three references encoded as one batch and the prediction alone, flo
 `model.similarity` (plain cosine, float32), max over references.
 
 Backends:
-- "jax" (default): jaxeval.models.embedding.DecoderEmbedder, jaxeval's own Qwen3 decoder with
+- "jax" (default): jaxeval.embedding.DecoderEmbedder, jaxeval's own Qwen3 decoder with
   sentence-transformers' pooling, normalisation and prompt handling (no PyTorch needed);
 - "sentence-transformers": the package itself (`pip install 'jaxeval[semsim]'`), for any
   sentence-transformers folder, including a small stand-in model.
@@ -99,7 +99,7 @@ def load_semsim(settings: SemSimSettings) -> tuple[EmbeddingSimilarity | None, d
     elif settings.dtype != "float32":
         description["deviation"] = f"SemSim embeddings in {settings.dtype} (official: float32)"
     if settings.backend == "jax":
-        from jaxeval.models.embedding import DecoderEmbedder
+        from jaxeval.embedding import DecoderEmbedder
         embedder = DecoderEmbedder(folder, dtype=settings.dtype)
     else:
         embedder = SentenceTransformersEmbedder(folder)

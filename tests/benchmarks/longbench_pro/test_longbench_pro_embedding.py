@@ -10,7 +10,7 @@ import pytest
 
 from jaxeval.benchmarks.longbench_pro.semsim import EmbeddingSimilarity, SemSimSettings, cosine_matrix, load_semsim
 from jaxeval.errors import CheckpointError, ConfigError
-from jaxeval.models.embedding import read_sentence_config
+from jaxeval.models.sentence_config import read_sentence_config
 
 TEXTS = ["the cat sat on the mat.", "hello", "北京是中国的首都，有很多名胜古迹。", "[answer] a much longer text " * 12]
 
@@ -51,7 +51,7 @@ def test_jax_path_equals_sentence_transformers(tmp_path):
     pytest.importorskip("torch")
     st_module = pytest.importorskip("sentence_transformers")
     from embedding_helpers import QUERY_PROMPT, build_tiny_qwen3_embedding
-    from jaxeval.models.embedding import DecoderEmbedder
+    from jaxeval.embedding import DecoderEmbedder
 
     folder = build_tiny_qwen3_embedding(tmp_path / "tiny")
     reference = st_module.SentenceTransformer(str(folder), device="cpu", tokenizer_kwargs={"padding_side": "left"})

@@ -1,0 +1,143 @@
+"""The import graph of jaxeval, read with ast from the source (nothing is imported).
+
+Rules, and how imports are counted:
+- Every import counts, at module level or inside a function (a lazy import is still a
+  dependency, and one that closes a cycle only hides it until the call); imports under
+  `if TYPE_CHECKING:` do not (they never run).
+- `import a.b.c` is an edge to a.b.c; `from p import n` is an edge to p (Python runs p and takes
+  n from it) and, when p.n is a module, to p.n too. The parent packages Python initialises on
+  the way are not edges: a thin `__init__` re-exporting its submodules is the intended shape,
+  and it is cyclic only when a submodule takes names from the package itself.
+1. Layering: a module under jaxeval/models imports, of jaxeval, only jaxeval.models and the leaf
+   modules jaxeval.errors and jaxeval.inputs (never the engine, benchmarks, results, judges,
+   metrics, the CLI or the API above it).
+2. No cycles among jaxeval modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jaxeval"
+MODELS_MAY_IMPORT = ("jaxeval.models", "jaxeval.errors", "jaxeval.inputs")
+
+
+def module_files(package: Path) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py under `package` (packages named by their __init__)."""
+    out = {}
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _under_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int]]:
+    """(imported jaxeval module, line) for each import in the file, by the rules above."""
+    found = []
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if _under_type_checking(child):
+                continue
+            if isinstance(child, ast.Import):
+                found.extend((a.name, child.lineno) for a in child.names if a.name in modules)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:  # relative: from the file's package, up level - 1 packages
+                    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                    base = ".".join(package[:len(package) - child.level + 1] + ([base] if base else []))
+                if base in modules:
+                    found.append((base, child.lineno))
+                found.extend((f"{base}.{a.name}", child.lineno) for a in child.names if f"{base}.{a.name}" in modules)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    return [(target, line) for target, line in found if target != name]
+
+
+def import_graph(package: Path) -> tuple[dict[str, set[str]], dict[str, list[tuple[str, int]]]]:
+    modules = module_files(package)
+    edges = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    return {name: {t for t, _ in found} for name, found in edges.items()}, edges
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iteratively)."""
+    index, low, stack, on_stack, out, counter = {}, {}, [], set(), [], 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.append(sorted(component))
+    return out
+
+
+def test_models_import_nothing_above_them():
+    _, edges = import_graph(PACKAGE)
+    wrong = [f"{name} imports {target} (line {line})" for name, found in sorted(edges.items())
+             if name.startswith("jaxeval.models") for target, line in found
+             if not any(target == ok or target.startswith(ok + ".") for ok in MODELS_MAY_IMPORT)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycles():
+    graph, _ = import_graph(PACKAGE)
+    assert sum(map(len, graph.values())) > 100  # the parser sees the real imports
+    found = cycles(graph)
+    assert not found, "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_checks_see_cycles_and_layering(tmp_path):
+    package = tmp_path / "jaxeval"
+    (package / "models").mkdir(parents=True)
+    (package / "helmet").mkdir()
+    files = {
+        "__init__.py": "", "errors.py": "",
+        "models/__init__.py": "", "models/a.py": "def f():\n    from jaxeval.models import b\n",
+        "models/b.py": "from . import a\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import jaxeval.engine\n",
+        "engine.py": "import jaxeval.models.a\n",
+        "models/c.py": "def g():\n    import jaxeval.engine\n",
+        "helmet/__init__.py": "from jaxeval.helmet.runner import run\n",
+        "helmet/runner.py": "from jaxeval.helmet import judging\nrun = 1\n", "helmet/judging.py": "",
+    }
+    for rel, text in files.items():
+        (package / rel).write_text(text)
+    graph, edges = import_graph(package)
+    assert sorted(cycles(graph)) == [["jaxeval.helmet", "jaxeval.helmet.runner"], ["jaxeval.models.a", "jaxeval.models.b"]]
+    assert edges["jaxeval.models.c"] == [("jaxeval.engine", 2)] and "jaxeval.engine" not in graph["jaxeval.models.b"]
