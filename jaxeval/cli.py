@@ -25,6 +25,10 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
     p.add_argument("--attention", choices=("chunked", "xla", "splash", "cudnn"), default="chunked",
                    help="chunked: any platform; splash: TPU; cudnn: GPU (bfloat16); xla: reference")
     p.add_argument("--prefill_chunk", type=int, default=2048, help="tokens per prefill step")
+    p.add_argument("--quantize", choices=("none", "int8", "int4", "fp8"), default="none",
+                   help="round every matmul weight at load and keep it so on the device (what-if studies): int8 "
+                        "per channel, int4 per group of --quant_group rows, fp8 e4m3 per channel")
+    p.add_argument("--quant_group", type=int, default=128, help="input rows per int4 scale")
     p.add_argument("--mesh", default=None,
                    help="device mesh, e.g. data=2,tensor=2,context=2 (axes data, fsdp, tensor, context; unnamed = 1), "
                         "or auto; default: one device. Multi-host: set JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, "
@@ -39,7 +43,8 @@ def _load(args):
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.distributed)
     check_model_folder(resolve_model_path(args.model))
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
-                      mesh=getattr(args, "mesh", None), **getattr(args, "config_overrides", {}))
+                      mesh=getattr(args, "mesh", None), quantize=getattr(args, "quantize", None),
+                      quant_group=getattr(args, "quant_group", 128), **getattr(args, "config_overrides", {}))
 
 
 def _write(result: dict, model, args, t0: float) -> None:

@@ -36,6 +36,7 @@ PARTS = {  # identity part -> how a refusal names it
     "dtype": "the dtype",
     "tokenizer": "the tokenizer files",
     "chat_template": "the chat template",
+    "quantization": "the quantization applied at load",
 }
 
 _known: dict[str, dict] = {}  # fingerprint -> its parts, for journals of models loaded in this process
@@ -101,18 +102,21 @@ def sampled_digest(path: Path) -> str:
     return _digest(h)
 
 
-def model_identity(folder: str | Path, dtype: str) -> dict:
+def model_identity(folder: str | Path, dtype: str, quantization: str | None = None) -> dict:
     folder = Path(folder)
     weights = hashlib.sha256()
     for path in weight_files(folder):
         weights.update(f"{path.relative_to(folder)}={sampled_digest(path)};".encode())
-    return {"config": _hash_files(folder, CONFIG_FILES), "weights": _digest(weights), "dtype": dtype,
-            "tokenizer": _hash_files(folder, TOKENIZER_FILES), "chat_template": chat_template_digest(folder)}
+    parts = {"config": _hash_files(folder, CONFIG_FILES), "weights": _digest(weights), "dtype": dtype,
+             "tokenizer": _hash_files(folder, TOKENIZER_FILES), "chat_template": chat_template_digest(folder)}
+    if quantization:  # only when quantized at load, so that unquantized fingerprints stay as they were
+        parts["quantization"] = quantization
+    return parts
 
 
-def model_fingerprint(folder: str | Path, dtype: str) -> str:
+def model_fingerprint(folder: str | Path, dtype: str, quantization: str | None = None) -> str:
     """One 16-hex hash of model_identity(); its parts stay known to identity_parts()."""
-    parts = model_identity(folder, dtype)
+    parts = model_identity(folder, dtype, quantization)
     fingerprint = _digest(hashlib.sha256(json.dumps(parts, sort_keys=True).encode()))
     _known[fingerprint] = parts
     return fingerprint

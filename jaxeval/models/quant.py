@@ -32,6 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxeval.errors import ConfigError
+
 KINDS = ("int8", "int4", "fp8")
 INT8_MAX = 127
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
@@ -148,20 +150,39 @@ def stack(layers: list[Quantized]) -> Quantized:
     return dataclasses.replace(first, **arrays)
 
 
+def check_quantize(kind: str | None, group: int, mesh) -> str | None:
+    """The quantization's label for results and fingerprints ("int8", "int4-g128", "fp8"), None for none."""
+    if kind in (None, "", "none"):
+        return None
+    if kind not in KINDS:
+        raise ConfigError(f"quantize={kind!r} is not supported (choose none, {', '.join(KINDS)})")
+    if kind == "int4" and (not isinstance(group, int) or group < 2 or group % 2):
+        raise ConfigError(f"quant_group={group!r}: int4 needs an even number of rows per group (e.g. 32, 64, 128)")
+    if mesh is not None:
+        raise ConfigError(f"quantize={kind} is not supported on a mesh yet: load without mesh, or unquantized")
+    return f"int4-g{group}" if kind == "int4" else kind
+
+
 def quantize_params(params: dict, kind: str, group: int = DEFAULT_GROUP) -> dict:
     """The decoder's parameter dict with every matmul weight quantized (embeddings and norms kept).
 
     Stacked layer weights are quantized layer by layer (a scale never spans two layers).
     """
+    def one(name, w):
+        try:
+            return quantize(w, kind, CONTRACTION_DIMS[name], group)
+        except ValueError as e:
+            raise ConfigError(f"quantize={kind}: weight {name}: {e}") from None
+
     out = dict(params)
     layers = dict(params["layers"])
     for name, w in params["layers"].items():
         if name in CONTRACTION_DIMS:
             host = np.asarray(w, np.float32)
-            layers[name] = stack([quantize(host[i], kind, CONTRACTION_DIMS[name], group) for i in range(host.shape[0])])
+            layers[name] = stack([one(name, host[i]) for i in range(host.shape[0])])
     out["layers"] = layers
     if "lm_head" in params:
-        out["lm_head"] = quantize(np.asarray(params["lm_head"], np.float32), kind, 1, group)
+        out["lm_head"] = one("lm_head", np.asarray(params["lm_head"], np.float32))
     return out
 
 

@@ -38,7 +38,16 @@ def model_info(model) -> dict:
             "fingerprint": model.fingerprint, "attention": model.attention,
             "mesh": None if mesh is None else {str(k): int(v) for k, v in mesh.shape.items()},
             "prefill_chunk": getattr(model, "prefill_chunk", None),
-            "config_overrides": getattr(model, "config_overrides", {})}
+            "config_overrides": getattr(model, "config_overrides", {}),
+            "quantization": getattr(model, "quantization", None), "param_bytes": _param_bytes(model)}
+
+
+def _param_bytes(model) -> int | None:
+    """Bytes the weights hold on the devices (quantized codes and scales as stored)."""
+    from jaxeval.models.quant import param_bytes
+
+    params = getattr(model, "_params", None)
+    return None if params is None else param_bytes(params)
 
 
 def device_info() -> dict:

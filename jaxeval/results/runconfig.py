@@ -12,10 +12,12 @@ from jaxeval.models.config import CONFIG_OVERRIDES, override_value
 from jaxeval.inputs import read_text
 from jaxeval.results.storage import join
 
-# Flags that cannot change a single number of the results (docs/results_schema.md); every other
-# flag, including ones benchmarks add later, is hashed into config_hash.
-NOT_HASHED = frozenset({"model", "batch_size", "output_path", "out", "log_samples", "config", "save_scores",
-                        "host_split", "func", "command", "journal", "journal_mode", "model_args",
+# Flags that cannot change a single number of the results, or whose effect the model fingerprint
+# already holds (model; quantize and quant_group: jaxeval.fingerprint's "quantization" part, present
+# only when quantized, so that adding the flags renamed no unquantized run) (docs/results_schema.md);
+# every other flag, including ones benchmarks add later, is hashed into config_hash.
+NOT_HASHED = frozenset({"model", "quantize", "quant_group", "batch_size", "output_path", "out", "log_samples",
+                        "config", "save_scores", "host_split", "func", "command", "journal", "journal_mode", "model_args",
                         "judge_timeout", "judge_retries", "judge_max_failures"})
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode"})
 
@@ -103,7 +105,7 @@ def parse_model_args(text: str | None) -> dict:
 def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
     actions = {a.dest: a for a in parser._actions}
-    model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh"} & set(actions)
+    model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh", "quantize", "quant_group"} & set(actions)
     args.config_overrides = {}  # config.json fields (CONFIG_OVERRIDES): hashed into the run and recorded
     for key, value in parse_model_args(args.model_args).items():
         dest = "model" if key == "pretrained" else key
