@@ -4,7 +4,7 @@
                                          [--out jaxeval/assets/agent_bench_sample]
 
 Writes `<out>/facts/8k-00000-of-00001.parquet` and `<out>/facts/32k-00000-of-00001.parquet`
-in the hub layout and schema of specs/agent-bench.md, and `<out>/facts/SOURCE.md`.
+in the hub layout and schema of docs/provenance.md#agent-bench, and `<out>/facts/SOURCE.md`.
 
 Each item is whole WikiText-2 articles (text kept as is, `<unk>` and spaced punctuation
 included), with 8 planted fact sentences in its first part and their 8 queries in its last

@@ -3,7 +3,7 @@
     python scripts/build_agent_sessions.py [--out jaxeval/assets/agent_bench_sample]
 
 Writes `<out>/{tool_calls,rules_en,rules_cs,rules_de}/8k-00000-of-00001.parquet` in the hub
-layout and schema of specs/agent-bench.md, and a SOURCE.md per config. Every text is a
+layout and schema of docs/provenance.md#agent-bench, and a SOURCE.md per config. Every text is a
 synthetic agent session (made up here, no third-party text) in the Qwen3.5 chat markup of the
 card: tool definitions as JSON lines inside <tools>, documented project commands in the system
 prompt, calls as <tool_call><function=...><parameter=...> blocks, shell commands and their

@@ -177,8 +177,8 @@ HELMET's data (that is princeton-nlp/HELMET on the Hugging Face hub).
 | files | built from | licence |
 |---|---|---|
 | data/json_kv, data/ruler (keys, values) | random UUIDs / numbers (fixed seed) | part of jaxeval (Apache-2.0) |
-| data/ruler haystacks, data/kilt passages and cloze questions | WikiText-2 validation split (Merity et al. 2016; Wikipedia contributors), via shared/data/text/wikitext2_valid.txt | CC BY-SA 3.0 |
-| prepared/* stories and cloze questions | Tiny Shakespeare (karpathy/char-rnn) via shared/data/text/tinyshakespeare.txt | public domain |
+| data/ruler haystacks, data/kilt passages and cloze questions | WikiText-2 validation split (Merity et al. 2016; Wikipedia contributors), (wikitext2_valid.txt in the builder's --text_dir) | CC BY-SA 3.0 |
+| prepared/* stories and cloze questions | Tiny Shakespeare (karpathy/char-rnn) (tinyshakespeare.txt in the builder's --text_dir) | public domain |
 """
 
 

@@ -7,7 +7,7 @@ Writes `<out>/longbench_pro_sample.json` (one JSON array, like the dataset's lon
 and `<out>/SOURCE.md`. Per primary task: two English records (different secondary tasks) built
 from WikiText-2 validation text, Tiny Shakespeare and planted facts, and one hand-written
 Chinese record (scripts/longbench_pro_sample_texts.py). Questions follow the dataset's observed
-instruction layout (shared/data/longbench_pro/prompt_format.json) in both modes. Every gold
+instruction layout in both modes. Every gold
 answer can be read off its context. Deterministic: fixed seeds, the same file on every run.
 """
 

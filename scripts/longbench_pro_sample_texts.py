@@ -1,6 +1,5 @@
 """Hand-written material of the embedded LongBench Pro sample: the Chinese records, the question
-layout of both modes (as observed in the dataset, shared/data/longbench_pro/prompt_format.json)
-and the sample's SOURCE.md. Places, people and numbers are invented.
+layout of both modes (as observed in the dataset) and the sample's SOURCE.md. Places, people and numbers are invented.
 """
 
 from __future__ import annotations
@@ -104,8 +103,8 @@ with the embedded model. Their scores mean nothing about a model's long-context 
 - `token_length` and `difficulty` labels are nominal (cycled so every breakdown key occurs):
   every context is a few thousand characters at most.
 - `id` is the sha256 of the record's other fields.
-- Questions follow the instruction layout observed in real records (see
-  shared/data/longbench_pro/prompt_format.json); the wording is ours.
+- Questions follow the instruction layout observed in real records (as logs of the
+  official harness show them); the wording is ours.
 
 ## Source and attribution
 - English Wikipedia text, written by Wikipedia contributors, from WikiText-2 (Stephen Merity,

@@ -4,8 +4,9 @@ LongBench v1 and LongBench Pro both score summaries with that package, and it di
 every other ROUGE (Google rouge-score, rouge_chinese): "sentences" are split on "." only,
 words on single spaces, nothing is normalised, counts are of distinct words
 (exclusive=True), the LCS is a summary-level union of word sets, and F carries a 1e-8 in
-its denominator. Matching their numbers means matching all of that; see
-specs/longbench_v1_spec.md §10.5.
+its denominator. Matching their numbers means matching all of that. Reference: pltrdy/rouge
+1.0.1, rouge/rouge.py Rouge.get_scores (avg=False) over rouge/rouge_score.py
+rouge_l_summary_level (docs/provenance.md#rouge).
 
 Upstream reconstructs each LCS recursively, so a long sentence pair overflows Python's
 recursion limit; the benchmarks catch the RecursionError and score 0. The walk here is

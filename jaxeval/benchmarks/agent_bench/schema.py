@@ -5,7 +5,8 @@ A schema is data: a dict from field name to a spec. Specs are `str`, `int`, `boo
 struct) or `ListOf(dict)` (a list of structs). Fields not in the schema (`qwen_*` ids, extra
 metadata of the published files) are allowed and ignored here.
 
-The fields and encodings are those of specs/agent-bench.md.
+The fields are the published card's; the encodings it leaves open are jaxeval's reading of it
+(docs/provenance.md#agent-bench).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """HELMET (princeton-nlp/HELMET) and the AgenticLU evaluation subset, scored as HELMET's own code
-scores them (specs/helmet_spec.md).
+scores them (princeton-nlp/HELMET@4526dfb, EvanZhuang/AgenticLU@5e2e23e; docs/provenance.md#helmet
+maps each module to the upstream file and function, and lists the quirks).
 
 Host side only (no JAX): configs (tasks.py), released-layout data with record checks (data.py),
 HELMET's row and demo selection (samples.py), prompts (templates.py, prepare.py), two-stage

@@ -1,4 +1,4 @@
-"""Many-shot ICL rows (spec §2.7), built as HELMET's load_icl builds them from the label datasets.
+"""Many-shot ICL rows, built as HELMET's data.py load_icl builds them from the label datasets.
 
 Reproduced exactly (given the same source rows): the test set (HF shuffle with the seed, then
 label-balanced rounds to max_test rows), each item's local seed (sha256(text) + seed) mod 2^31,

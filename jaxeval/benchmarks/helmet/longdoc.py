@@ -1,5 +1,5 @@
-"""LongQA and summarisation rows (spec §2.5, §2.6) built from the source datasets' rows, as
-HELMET's loaders build them, with the Llama-2 tokenizer (meta-llama/Llama-2-7b-hf) passed in.
+"""LongQA and summarisation rows built from the source datasets' rows, as HELMET's data.py
+loaders (InfBench, NarrativeQA, Multi-LexSum; docs/provenance.md#helmet) build them, with the Llama-2 tokenizer (meta-llama/Llama-2-7b-hf) passed in.
 
 * InfBench (longbook_qa_eng / longbook_choice_eng / longbook_sum_eng rows: id, context, input,
   answer, options): MC options rendered A-D and the gold [letter, "letter. option"]; demos = the

@@ -1,4 +1,5 @@
-"""HELMET's per-sample answer metrics (its utils.py semantics, reimplemented from the spec).
+"""HELMET's per-sample answer metrics: utils.py calculate_metrics, parse_output and their helpers
+(princeton-nlp/HELMET@4526dfb), reimplemented (docs/provenance.md#helmet).
 
 * normalisation: the SQuAD one shared with LongBench (jaxeval.metrics.normalize_answer_en);
 * exact_match / substring_exact_match / f1 take the max over the gold list; a gold list whose

@@ -1,6 +1,7 @@
 """run_helmet: prepare, generate, score every EvalUnit; resumable through the run journal.
 
-Generation (spec §1.4, P1): max_new_tokens = G, greedy unless told otherwise, stopping only at
+Generation (HELMET's model_utils.py HF generate; docs/provenance.md#helmet, quirk P1):
+max_new_tokens = G, greedy unless told otherwise, stopping only at
 the model's end-of-sequence ids: no newline stop, ever (the configs' `stop_new_line` never
 reached upstream's model). Outputs are the generated tokens decoded with special tokens skipped;
 in completion mode the rendered answer prefix is prepended before scoring.

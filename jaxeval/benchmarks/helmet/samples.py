@@ -1,6 +1,7 @@
 """From validated records to HELMET's test samples: which rows are evaluated, and their demos.
 
-Reproduced randomness (spec §2, P4):
+Reproduced randomness (HELMET's data.py loaders and eval.py's random.seed(42) before each
+dataset; docs/provenance.md#helmet, quirk P4):
 * HF `Dataset.shuffle(seed=s)` is the permutation numpy.random.default_rng(s).permutation(n);
 * question keys: Python random.seed(42) then random.sample(sorted(keys), n) (RAG; re-rank
   re-seeds 42 before its own sample); all rows of a chosen key are kept in file order;

@@ -3,7 +3,7 @@
 A config lists parallel comma-separated `datasets`, `test_files`, `demo_files`,
 `input_max_length` (L) and `generation_max_length` (G); each tuple is one EvalUnit. The
 YAML key `stop_new_line` is read and recorded but never used: HELMET's flag is `stop_newline`,
-so published runs never stopped at a newline (spec pitfall P1).
+so published runs never stopped at a newline (arguments.py; docs/provenance.md#helmet, quirk P1).
 """
 
 from __future__ import annotations

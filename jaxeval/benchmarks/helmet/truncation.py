@@ -1,4 +1,5 @@
-"""HELMET's two-stage length control (spec §1.3, P3).
+"""HELMET's two-stage length control: data.py truncate_llama2, then model_utils.py tokenize
+(docs/provenance.md#helmet, quirk P3).
 
 1. Pre-truncation of LongQA / summarisation documents to N Llama-2 tokens (N = the dataset
    name's suffix): tokenized WITH special tokens (Llama-2 adds BOS), and when longer than N the

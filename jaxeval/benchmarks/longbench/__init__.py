@@ -1,5 +1,6 @@
 """LongBench v1 (21 datasets) and LongBench-E (13, by length bucket), scored as the official
-THUDM/LongBench scripts score them (specs/longbench_v1_spec.md).
+THUDM/LongBench scripts (LongBench/pred.py, eval.py, metrics.py at 2e00731) score them;
+docs/provenance.md#longbench maps each module to the official function and lists the quirks.
 
 Host side only (no JAX): load and check records, build prompts (official templates, middle
 truncation by the model's tokenizer, chat format), generate through any backend with

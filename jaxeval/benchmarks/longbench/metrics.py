@@ -3,7 +3,8 @@
 Each takes (prediction, one ground truth, all_classes) and returns a number in [0, 1]; the
 scorer takes the max over the gold answers (scoring.py). Options that change numbers (the
 code-similarity backend, the ROUGE recursion limit) come in a ScoringOptions and are
-recorded with every result. specs/longbench_v1_spec.md §10 describes each function.
+recorded with every result. Reference: THUDM/LongBench@2e00731 LongBench/metrics.py, the
+function of the same name (docs/provenance.md#longbench).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Per sample: for trec, triviaqa, samsum and lsht, the prediction's first line onl
 leading "\\n"); then the max of the dataset's metric over the gold answers, starting at 0.0.
 Per dataset: v1 is round((100 * sum) / N, 2) with a sequential float sum; LongBench-E is,
 per length bucket of the record's `length` field, round(100 * numpy.mean(scores), 2),
-NaN for an empty bucket. specs/longbench_v1_spec.md §9.
+NaN for an empty bucket. Reference: THUDM/LongBench@2e00731 LongBench/eval.py, scorer and
+scorer_e (docs/provenance.md#longbench).
 """
 
 from __future__ import annotations

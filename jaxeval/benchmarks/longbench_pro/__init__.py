@@ -1,5 +1,6 @@
 """LongBench Pro (Chen et al. 2026): 1,500 bilingual long-context records in 25 tasks, scored as
-the official caskcsg/longcontext harness scores them (specs/longbench_pro_spec.md).
+the official caskcsg/longcontext harness (LongBench-Pro/modules at 50cdfaf) scores them;
+docs/provenance.md#longbench-pro maps each module to the official function and lists the quirks.
 
 Load and check records (data.py), build prompts with the official middle truncation and the
 model's chat template (prompts.py), generate every sample `runs` times (runner.py), score with

@@ -3,7 +3,10 @@
 Every metric takes the raw gold list and the raw prediction (parsing.py normalises them) and
 returns a number in [0, 1]. `calculate_metric` reproduces the evaluator's failure handling: an
 empty prediction, an unknown task, any exception or a value outside [0, 1] scores 0 and counts
-as a failure. specs/longbench_pro_spec.md §3-§4 lists each quirk; each has a worked test.
+as a failure. Reference: caskcsg/longcontext@50cdfaf LongBench-Pro/modules/utils.py (NDCG,
+Pairwise_Accuracy, Accuracy, F1_Score, SubEM, Summary) and modules/evaluation.py
+(Evaluator.calculate_metric); docs/provenance.md#longbench-pro lists each quirk, and each has a
+worked test.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LongBench Pro's task table, report dimensions and per-model settings (specs/longbench_pro_spec.md).
+"""LongBench Pro's task table, report dimensions and per-model settings (docs/provenance.md#longbench-pro).
 
 Facts only: which metric scores each of the 25 secondary tasks (the official evaluator's table),
 the orders of the summary's breakdown keys, the per-model truncation lengths L and model types

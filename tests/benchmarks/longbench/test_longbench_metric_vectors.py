@@ -1,4 +1,4 @@
-"""Every worked example of specs/longbench_metric_vectors.json: one official metric call each,
+"""Every worked example of data/longbench_metric_vectors.json: one official metric call each,
 with the exact value (repr) the official metrics.py returned."""
 
 from __future__ import annotations

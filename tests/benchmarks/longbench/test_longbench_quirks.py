@@ -1,4 +1,4 @@
-"""One test per item of the spec's complete quirk list (specs/longbench_v1_spec.md §14)."""
+"""One test per quirk of the official LongBench scorer and prompt pipeline (docs/provenance.md#longbench)."""
 
 from __future__ import annotations
 

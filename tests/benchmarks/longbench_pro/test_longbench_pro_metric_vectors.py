@@ -1,6 +1,5 @@
-"""Every worked example of shared/specs/longbench_pro_metric_vectors.json (copied to data/ so that a
-checkout tests alone): the exact outputs of the official metric functions (rouge 1.0.1, jieba
-0.42.1, pytrec_eval, Python 3.11 default recursion)."""
+"""Every worked example of data/longbench_pro_metric_vectors.json: the exact outputs of the
+official metric functions (rouge 1.0.1, jieba 0.42.1, pytrec_eval, Python 3.11 default recursion)."""
 
 from __future__ import annotations
 

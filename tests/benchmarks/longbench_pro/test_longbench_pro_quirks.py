@@ -1,4 +1,4 @@
-"""Worked examples of the official scorer's quirks (specs/longbench_pro_spec.md §3, §4, §7)."""
+"""Worked examples of the official scorer's quirks (docs/provenance.md#longbench-pro)."""
 
 from __future__ import annotations
 

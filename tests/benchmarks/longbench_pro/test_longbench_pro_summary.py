@@ -1,4 +1,4 @@
-"""Aggregation into the official summary JSON (specs/longbench_pro_spec.md §5)."""
+"""Aggregation into the official summary JSON (modules/evaluation.py Evaluator.metric_summary; docs/provenance.md#longbench-pro)."""
 
 from __future__ import annotations
 
