@@ -13,6 +13,7 @@ import numpy as np
 from flax import nnx
 
 from jaxeval.engine.backend import ReadResult
+from jaxeval.engine.compile_cache import enable_compile_cache
 from jaxeval.engine.distributed import initialize_distributed
 from jaxeval.engine.read import read as engine_read
 from jaxeval.errors import CheckpointError, ConfigError
@@ -126,6 +127,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         raise ConfigError(f"dtype={dtype!r} is not supported (choose auto, {', '.join(DTYPES)})")
     if attention not in BACKENDS:
         raise ConfigError(f"attention={attention!r} is not supported (choose {', '.join(BACKENDS)})")
+    enable_compile_cache()  # before anything compiles (jaxeval/engine/compile_cache.py; JAXEVAL_COMPILE_CACHE=off)
     initialize_distributed()
     if dtype == "auto":  # after joining a multi-process run: asking for the platform touches devices
         dtype = default_dtype()

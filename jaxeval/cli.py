@@ -152,6 +152,12 @@ def cmd_serve(args) -> int:
     return serve(args)
 
 
+def cmd_bench(args) -> int:
+    from jaxeval.bench.cli import cmd_bench as bench
+
+    return bench(args)
+
+
 def _run_options(p: argparse.ArgumentParser, modules) -> None:
     """The flags of `jaxeval run` (lm-eval's names) and every benchmark's own."""
     _model_options(p, str(EMBEDDED_MODEL))
@@ -228,6 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="OpenAI-compatible chat-completions server (127.0.0.1 by default)")
     add_serve_arguments(serve)
     serve.set_defaults(func=cmd_serve)
+
+    from jaxeval.bench.cli import add_arguments as add_bench_arguments
+    bench = sub.add_parser("bench", help="speed, memory and MFU against transformers on the same weights (README)")
+    add_bench_arguments(bench)
+    bench.set_defaults(func=cmd_bench)
     return parser
 
 

@@ -1,15 +1,16 @@
 """Teacher-forced read of a random-weight 8B-shaped Llama in bfloat16 on one accelerator chip.
 
-    python benchmarks/gpu_read.py [--attention cudnn,chunked] [--out DIR]      # on the GPU machine
-    python benchmarks/gpu_read.py --dry_run --out /tmp/x                         # toy shapes, any CPU
+    python perf/gpu_read.py [--attention cudnn,chunked] [--out DIR]      # on the GPU machine
+    python perf/gpu_read.py --dry_run --out /tmp/x                         # toy shapes, any CPU
 
 Measures, for each attention backend in --attention:
   - read_32768_<attention>: read() of 32,768 tokens, every position read: first call (compile + run) and a
     second, timed call; tokens/s and MFU = model FLOPs / seconds / peak FLOP/s of the chip;
   - read_131072_<attention>: one read() of 131,072 tokens (does it fit and run on one chip; its time and MFU).
-Model FLOPs count the matmuls of the trunk (2 per weight per token), causal attention
-(2 * T^2 * heads * head_dim per layer: QK^T and PV over the lower triangle) and the LM head at
-the read positions; padding to length buckets is not counted. Device peak memory comes from
+Model FLOPs (jaxeval.bench.shapes.read_flops, as `jaxeval bench` counts them): the matmuls of the
+trunk (2 per weight per token), causal attention (QK^T and PV over the lower triangle:
+2 * T * (T + 1) * heads * head_dim per layer) and the LM head at the read positions; padding to
+length buckets is not counted. Device peak memory comes from
 memory_stats() where the platform has it (the process's peak so far). A failing measurement (out of memory, a backend
 missing on the platform) is recorded with its error and the rest still run.
 Writes gpu_read.json into --out (default: $OUT, else the current folder).
@@ -22,22 +23,12 @@ import json
 import os
 import time
 
-LLAMA_8B = dict(model_type="llama", vocab_size=128256, hidden_size=4096, intermediate_size=14336,
-                num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-                max_position_embeddings=131072, rms_norm_eps=1e-5, hidden_act="silu", tie_word_embeddings=False,
-                rope_parameters={"rope_type": "default", "rope_theta": 500000.0})
+from jaxeval.bench.shapes import SHAPES, read_flops  # the FLOP count `jaxeval bench` reports
+
+LLAMA_8B = SHAPES["llama-8b"][0]
 TOY = LLAMA_8B | dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=2048)
 PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0}  # dense bfloat16 per chip (SXM)
-
-
-def read_flops(c, tokens: int, read_rows: int) -> float:
-    """Model FLOPs of a read of `tokens` tokens projecting `read_rows` rows through the LM head."""
-    d, h, kv, hd, f = c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size
-    weights_per_layer = d * (h + 2 * kv) * hd + h * hd * d + 3 * d * f
-    trunk = 2 * tokens * c.num_layers * weights_per_layer
-    attention = 2 * tokens ** 2 * h * hd * c.num_layers
-    return float(trunk + attention + 2 * read_rows * d * c.vocab_size)
 
 
 def peak_memory_gb(device) -> float | None:
@@ -58,7 +49,7 @@ def measure(params, config, dtype, tokens: int, attention: str, repeats: int, pe
         result = read(params, config, ids, positions, ids[positions], backend=attention, dtype=dtype)
         times.append(time.perf_counter() - t0)
     seconds = min(times[1:]) if repeats else times[0]
-    flops = read_flops(config, tokens, positions.size)
+    flops = read_flops(config, tokens, positions.size)["total"]
     return {"tokens": tokens, "attention": attention, "first_call_s": round(times[0], 3), "seconds": round(seconds, 3),
             "timed_call_includes_compile": not repeats, "tokens_per_s": round(tokens / seconds, 1),
             "model_flops": flops,

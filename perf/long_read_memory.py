@@ -1,7 +1,7 @@
 """Peak memory and time of a 131,072-token teacher-forced read on CPU, against a baseline in the same run.
 
-    python benchmarks/long_read_memory.py [--long 131072] [--base 8192] [--attention chunked]
-                                          [--out benchmarks/results/long_read_memory.json]
+    python perf/long_read_memory.py [--long 131072] [--base 8192] [--attention chunked]
+                                          [--out perf/results/long_read_memory.json]
 
 The model is issue 3's small random Llama (hidden 128, intermediate 384, 2 layers, 2 heads,
 1 KV head, vocab 32,000, float32), built in memory from a fixed seed. Each measurement runs in

@@ -1,0 +1,184 @@
+"""`jaxeval bench`: flags, what can be compared, and the run that writes the JSON."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+from jaxeval.bench import report as reports
+from jaxeval.bench.measure import BenchError, run_phases
+from jaxeval.bench.shapes import SHAPES, read_flops, shape_folder
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default="llama-57m",
+                   help=f"a HF safetensors folder, or a named shape with random weights ({', '.join(SHAPES)})")
+    p.add_argument("--lengths", default=None,
+                   help="comma-separated read lengths (8k, 32k, 4096, ...); default: the shape's (llama-57m: 8k,32k), "
+                        "8k for a folder")
+    p.add_argument("--repeats", type=int, default=2, help="timed calls per side after the first (compiling) call")
+    p.add_argument("--batches", default="1,8", help="generation batch sizes (empty: no generation)")
+    p.add_argument("--prompt_tokens", type=int, default=512, help="generation: prompt length")
+    p.add_argument("--new_tokens", type=int, default=32, help="generation: greedy tokens per prompt")
+    p.add_argument("--rules_limit", type=int, default=2,
+                   help="rules configs: first N items of each of rules_en/cs/de (embedded 8k sample); 0: skip")
+    p.add_argument("--rules_repeats", type=int, default=1, help="rules: timed passes per variant after the first")
+    p.add_argument("--transformers", choices=("auto", "off"), default="auto",
+                   help="auto: compare with transformers' PyTorch models when torch is installed")
+    p.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto",
+                   help="auto: the folder's torch_dtype (named shapes: float32, llama-8b bfloat16)")
+    p.add_argument("--attention", choices=("chunked", "xla", "splash", "cudnn"), default="chunked")
+    p.add_argument("--prefill_chunk", type=int, default=2048)
+    p.add_argument("--matmul_n", type=int, default=2048, help="side of the float32 matmul that calibrates the peak")
+    p.add_argument("--out", default="bench.json", help="the JSON written (jaxeval bench --help: docs in README)")
+
+
+def parse_lengths(text: str) -> list[int]:
+    lengths = []
+    for part in (x.strip().lower() for x in text.split(",") if x.strip()):
+        try:
+            lengths.append(int(part[:-1]) * 1024 if part.endswith("k") else int(part))
+        except ValueError:
+            raise BenchError(f"bench: --lengths: {part!r} is not a length such as 8k or 4096") from None
+    if not lengths or any(n < 2 for n in lengths):
+        raise BenchError(f"bench: --lengths {text!r}: give lengths of at least 2 tokens")
+    return lengths
+
+
+def _positive(value: int, flag: str, zero_ok: bool = False) -> int:
+    if value < (0 if zero_ok else 1):
+        raise BenchError(f"bench: {flag} must be {'>= 0' if zero_ok else 'positive'}, got {value}")
+    return value
+
+
+def resolve_model(name: str) -> tuple[str, Path, dict]:
+    """-> (display name, HF folder, its config.json)."""
+    if name in SHAPES:
+        folder = shape_folder(name)
+    else:
+        folder = Path(name).expanduser()
+        if not (folder / "config.json").is_file():
+            raise BenchError(f"bench: {name}: neither a named shape ({', '.join(SHAPES)}) nor a model folder "
+                             "with config.json")
+    return (name if name in SHAPES else folder.name), folder, json.loads((folder / "config.json").read_text())
+
+
+def transformers_unavailable(folder: Path, mode: str) -> str | None:
+    """Why the transformers side cannot run (None: it can)."""
+    if mode == "off":
+        return "turned off (--transformers off)"
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"{' and '.join(missing)} not installed (pip install torch==2.13.0, or jaxeval's test extra)"
+    if not any(folder.glob("*.safetensors")):
+        return f"{folder} holds no safetensors weights (transformers reads HF safetensors folders)"
+    return None
+
+
+def available_memory_bytes() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def hardware() -> dict:
+    cpu = next((line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor())
+    total = next((int(line.split()[1]) * 1024 for line in _lines("/proc/meminfo") if line.startswith("MemTotal:")), None)
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "memory_gb": round(total / 2 ** 30, 1) if total else None,
+            "python": platform.python_version()}
+
+
+def _lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text().splitlines()
+    except OSError:
+        return []
+
+
+def command_line(args) -> str:
+    """The command that reproduces this run, every flag spelled out."""
+    flags = ("model", "lengths", "repeats", "batches", "prompt_tokens", "new_tokens", "rules_limit", "rules_repeats",
+             "transformers", "dtype", "attention", "prefill_chunk", "matmul_n", "out")
+    return "jaxeval bench " + " ".join(f"--{f} {getattr(args, f)}" for f in flags if getattr(args, f) is not None)
+
+
+def cmd_bench(args) -> int:
+    from jaxeval.inputs import check_output_file
+    from jaxeval.models.config import config_from_hf
+    from jaxeval.results.files import write_json_atomic
+
+    check_output_file(args.out)
+    lengths = parse_lengths(args.lengths) if args.lengths else (
+        list(SHAPES[args.model][1]) if args.model in SHAPES else [8192])
+    batches = [_positive(int(b), "--batches") for b in args.batches.split(",") if b.strip()] if args.batches else []
+    plan = {"lengths": lengths, "repeats": _positive(args.repeats, "--repeats", zero_ok=True), "batches": batches,
+            "prompt_tokens": _positive(args.prompt_tokens, "--prompt_tokens"),
+            "new_tokens": _positive(args.new_tokens, "--new_tokens"),
+            "rules_limit": _positive(args.rules_limit, "--rules_limit", zero_ok=True),
+            "rules_repeats": _positive(args.rules_repeats, "--rules_repeats", zero_ok=True),
+            "matmul_n": _positive(args.matmul_n, "--matmul_n")}
+    name, folder, raw = resolve_model(args.model)  # a named shape's folder is written on first use
+    config = config_from_hf(raw, where=str(folder / "config.json"))
+    for tokens in lengths:
+        if tokens - 1 > config.context_limit:
+            raise BenchError(f"bench: a read of {tokens} tokens exceeds the model's context ({config.context_source})")
+    dtype = args.dtype if args.dtype != "auto" else ("bfloat16" if raw.get("torch_dtype", raw.get("dtype")) == "bfloat16"
+                                                     else "float32")
+    options = {"dtype": dtype, "attention": args.attention, "prefill_chunk": args.prefill_chunk}
+    reason = transformers_unavailable(folder, args.transformers)
+    if reason:
+        print(f"bench: transformers comparison unavailable: {reason}", file=sys.stderr)
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # workers share one accelerator in turn
+    load_before = os.getloadavg()
+    started = datetime.datetime.now(datetime.timezone.utc)
+    raw_out = run_phases(str(folder), options, plan, reason, lambda t: 4 * t * config.vocab_size,
+                         available_memory_bytes(), progress=lambda m: print(m, file=sys.stderr, flush=True))
+    report = build_report(name, folder, config, options, plan, raw_out, reason, load_before, started, command_line(args))
+    print(reports.table(report))
+    print(f"wrote {write_json_atomic(args.out, report)}")
+    return 0
+
+
+def build_report(name, folder, config, options, plan, raw_out, reason, load_before, started, command) -> dict:
+    from jaxeval.engine.compile_cache import compile_cache_dir
+
+    peak = max(m["flops_per_s"] for m in raw_out["matmul"])
+    info = raw_out["worker_info"]
+    report = {
+        "schema": reports.SCHEMA, "date": started.isoformat(timespec="seconds"),
+        "command": command,
+        "hardware": hardware() | {"platform": info["jaxeval"]["platform"], "device_kind": info["jaxeval"]["device_kind"]},
+        "load": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
+        "model": {"name": name, "folder": str(folder), "dtype": options["dtype"], "attention": options["attention"],
+                  "prefill_chunk": options["prefill_chunk"], "parameters": info["jaxeval"]["parameters"],
+                  "model_type": config.model_type, "layers": config.num_layers, "hidden": config.hidden_size,
+                  "heads": config.num_heads, "kv_heads": config.num_kv_heads, "head_dim": config.head_dim,
+                  "intermediate": config.intermediate_size, "vocab": config.vocab_size,
+                  "windows": list(config.layer_windows)},
+        "versions": {"jax": info["jaxeval"]["jax"], **({k: info["transformers"][k] for k in ("transformers", "torch")}
+                                                     if "transformers" in info else {})},
+        "transformers": {"available": reason is None, "reason": reason,
+                         **({k: info["transformers"][k] for k in ("attn_implementation", "threads")}
+                            if "transformers" in info else {})},
+        "matmul_peak": {"n": plan["matmul_n"], "flops_per_s": peak,
+                        "samples_flops_per_s": [m["flops_per_s"] for m in raw_out["matmul"]]},
+        "plan": plan,
+        "compile_cache": str(compile_cache_dir()) if compile_cache_dir() else None,
+        "read": [reports.read_entry(r, read_flops(config, r["tokens"] - 1, r["tokens"] - 1), peak)
+                 for r in raw_out["read"]],
+        "generate": [reports.generate_entry(g, plan["prompt_tokens"], plan["new_tokens"]) for g in raw_out["generate"]],
+        "rules": reports.rules_entry(raw_out["rules"]),
+    }
+    report["targets"] = reports.check_targets(report)
+    return report

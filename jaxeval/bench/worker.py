@@ -1,0 +1,230 @@
+"""One side of a `jaxeval bench` measurement, in its own process so its peak RSS is its own.
+
+    python -m jaxeval.bench.worker SIDE FOLDER OPTIONS_JSON      (SIDE: jaxeval | transformers)
+
+Loads the model once, answers {"ready": ...}, then reads one JSON command per line on stdin
+(read, generate, rules, matmul, exit) and writes one JSON answer per line. The protocol has its
+own descriptor: anything a library prints on stdout goes to stderr instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def random_ids(n: int, vocab: int, seed: int = 0) -> np.ndarray:
+    """The bench's token ids: the same on both sides (ids 3.. avoid the usual special ids)."""
+    return np.random.RandomState(seed).randint(3, vocab, size=n).astype(np.int32)
+
+
+class CompileLog:
+    """XLA compilations seen through jax.monitoring (every compile, persistent-cache hits included)."""
+
+    def __init__(self):
+        import jax.monitoring as monitoring
+
+        self.events: list[tuple[str, float]] = []
+        self.cache_hits = 0
+
+        def on_duration(event, duration, **kwargs):
+            if event == "/jax/core/compile/backend_compile_duration":
+                self.events.append((str(kwargs.get("fun_name", "?")), float(duration)))
+
+        def on_event(event, **kwargs):
+            if event == "/jax/compilation_cache/cache_hits":
+                self.cache_hits += 1
+
+        monitoring.register_event_duration_secs_listener(on_duration)
+        monitoring.register_event_listener(on_event)
+
+    def mark(self) -> tuple[int, int]:
+        return len(self.events), self.cache_hits
+
+    def since(self, mark: tuple[int, int]) -> dict:
+        new = self.events[mark[0]:]
+        by_function: dict[str, int] = {}
+        for name, _ in new:
+            by_function[name] = by_function.get(name, 0) + 1
+        return {"count": len(new), "seconds": round(sum(s for _, s in new), 3), "by_function": by_function,
+                "persistent_cache_hits": self.cache_hits - mark[1]}
+
+
+class JaxevalSide:
+    def __init__(self, folder: str, options: dict):
+        import jax
+
+        self.log = CompileLog()
+        import jaxeval
+
+        self.jax = jax
+        self.model = jaxeval.load_model(folder, dtype=options["dtype"], attention=options["attention"],
+                                        prefill_chunk=options["prefill_chunk"])
+        self.info = {"platform": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
+                     "dtype": self.model.dtype, "jax": jax.__version__,
+                     "parameters": int(sum(x.size for x in jax.tree.leaves(self.model._params)))}
+
+    def _timed(self, fn) -> dict:
+        mark = self.log.mark()
+        t0 = time.perf_counter()
+        out = fn()
+        seconds = time.perf_counter() - t0
+        return {"seconds": seconds, "compile": self.log.since(mark), "peak_rss_mb": peak_rss_mb(), **out}
+
+    def read(self, tokens: int) -> dict:
+        ids = random_ids(tokens, self.model.config.vocab_size)
+        positions = np.arange(1, tokens)
+
+        def run():
+            result = self.model.read(ids, positions, ids[positions])
+            return {"mean_logprob": float(np.mean(result.logprobs)), "finite": bool(np.isfinite(result.logprobs).all())}
+
+        return self._timed(run) | {"jit_cache_sizes": self.jit_cache_sizes()}
+
+    def generate(self, batch: int, prompt_tokens: int, new_tokens: int) -> dict:
+        from jaxeval.engine.generate import generate
+
+        prompts = [random_ids(prompt_tokens, self.model.config.vocab_size, seed=1 + row) for row in range(batch)]
+
+        def run():
+            out = generate(self.model._params, self.model.config, prompts, new_tokens, eos_token_ids=(),
+                           backend=self.model.attention, prefill_chunk_len=self.model.prefill_chunk, batch_size=batch)
+            return {"new_tokens": sum(len(g.tokens) for g in out), "first_row": out[0].tokens}
+
+        return self._timed(run) | {"jit_cache_sizes": self.jit_cache_sizes()}
+
+    def rules(self, reuse: bool, limit: int) -> dict:
+        from jaxeval.benchmarks.agent_bench import load_split
+        from jaxeval.benchmarks.agent_bench.cli import EMBEDDED_AGENT_DATA
+        from jaxeval.benchmarks.agent_bench.rules_run import run_rules
+
+        if self.model.tokenizer is None:
+            raise ValueError("the model folder has no tokenizer: the rules configs need one")
+        items = {(config, "8k"): load_split(EMBEDDED_AGENT_DATA, config, "8k")[:limit]
+                 for config in ("rules_en", "rules_cs", "rules_de")}
+        backend = self.model if reuse else _ReadOnly(self.model)
+
+        def run():
+            tokens = run_rules(backend, self.model.tokenizer, items, "text")["tokens"]
+            return {"items": sum(len(v) for v in items.values()), "sequences": tokens["rules_sequences_read"],
+                    "tokens_run": tokens["rules_tokens_run"], "tokens_naive": tokens["rules_tokens_naive"]}
+
+        return self._timed(run)
+
+    def matmul(self, n: int, repeats: int) -> dict:
+        """Best achieved FLOP/s of an n x n float32 matmul (the machine's practical matmul peak)."""
+        jnp = self.jax.numpy
+        a = self.jax.random.normal(self.jax.random.key(0), (n, n), jnp.float32)
+        b = self.jax.random.normal(self.jax.random.key(1), (n, n), jnp.float32)
+        product = self.jax.jit(lambda x, y: x @ y)
+        product(a, b).block_until_ready()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            product(a, b).block_until_ready()
+            times.append(time.perf_counter() - t0)
+        return {"n": n, "flops": 2.0 * n ** 3, "best_s": min(times), "flops_per_s": 2.0 * n ** 3 / min(times)}
+
+    def jit_cache_sizes(self) -> dict:
+        """Executables held by each engine entry point (one per shape bucket)."""
+        from jaxeval.engine import generate, read
+
+        fns = {name: getattr(module, name, None) for module, names in
+               ((read, ("prefill_chunk", "prefill_hybrid_chunk", "read_head")), (generate, ("prefill_row", "decode_step")))
+               for name in names}
+        return {name: fn._cache_size() for name, fn in fns.items() if hasattr(fn, "_cache_size")}
+
+
+class _ReadOnly:
+    """The model without read_many: the rules configs then read every sequence from scratch."""
+
+    def __init__(self, model):
+        self.model, self.max_length = model, model.max_length
+
+    def read(self, ids, positions, tokens):
+        return self.model.read(ids, positions, tokens)
+
+
+class TransformersSide:
+    def __init__(self, folder: str, options: dict):
+        import torch
+        import transformers
+        from transformers import AutoModelForCausalLM
+
+        self.torch = torch
+        torch.set_grad_enabled(False)
+        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[options["dtype"]]
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).eval()
+        self.vocab = self.model.config.get_text_config().vocab_size
+        self.info = {"transformers": transformers.__version__, "torch": torch.__version__,
+                     "attn_implementation": self.model.config._attn_implementation,
+                     "threads": torch.get_num_threads()}
+
+    def read(self, tokens: int) -> dict:
+        """A plain scorer: model(ids).logits ([1, T, V] float32), then log-probs of the next tokens."""
+        ids = self.torch.from_numpy(random_ids(tokens, self.vocab)).long()[None]
+        t0 = time.perf_counter()
+        logits = self.model(ids).logits[0].float()
+        picked = []
+        for s in range(0, tokens - 1, 1024):  # log-softmax by row blocks: no second [T, V] array
+            block = logits[s:min(s + 1024, tokens - 1)]
+            target = ids[0, s + 1:s + 1 + block.shape[0], None]
+            picked.append(block.gather(-1, target)[:, 0] - self.torch.logsumexp(block, dim=-1))
+        logprobs = self.torch.cat(picked)
+        seconds = time.perf_counter() - t0
+        return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "mean_logprob": float(logprobs.mean()),
+                "finite": bool(self.torch.isfinite(logprobs).all())}
+
+    def generate(self, batch: int, prompt_tokens: int, new_tokens: int) -> dict:
+        prompts = np.stack([random_ids(prompt_tokens, self.vocab, seed=1 + row) for row in range(batch)])
+        ids = self.torch.from_numpy(prompts).long()
+        t0 = time.perf_counter()
+        out = self.model.generate(ids, attention_mask=self.torch.ones_like(ids), max_new_tokens=new_tokens,
+                                  min_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
+        seconds = time.perf_counter() - t0
+        new = out[:, prompt_tokens:]
+        return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "new_tokens": int(new.numel()),
+                "first_row": new[0].tolist()}
+
+
+SIDES = {"jaxeval": JaxevalSide, "transformers": TransformersSide}
+
+
+def main() -> None:
+    side, folder, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    channel = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # libraries' prints go to stderr; the protocol keeps its own descriptor
+    sys.stdout = sys.stderr
+
+    def answer(message: dict) -> None:
+        channel.write(json.dumps(message) + "\n")
+
+    t0 = time.perf_counter()
+    try:
+        worker = SIDES[side](folder, options)
+    except Exception as e:
+        answer({"error": f"{side}: could not load {folder}: {type(e).__name__}: {e}"})
+        return
+    answer({"ready": True, "load_s": time.perf_counter() - t0, "peak_rss_mb": peak_rss_mb(), "info": worker.info})
+    for line in sys.stdin:
+        command = json.loads(line)
+        op = command.pop("op")
+        if op == "exit":
+            return
+        try:
+            answer(getattr(worker, op)(**command))
+        except Exception as e:  # reported to the parent, which records it and goes on
+            answer({"error": f"{side} {op}: {type(e).__name__}: {' '.join(str(e).split())[:1000]}"})
+
+
+if __name__ == "__main__":
+    main()

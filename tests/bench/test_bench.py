@@ -1,0 +1,98 @@
+"""`jaxeval bench` on the embedded tiny model's shape at toy lengths: the JSON's structure and its
+internal consistency (FLOPs against a hand count, ratios against the times), never timings."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from jaxeval.bench.report import rules_entry
+from jaxeval.bench.shapes import SHAPES, attended_keys, read_flops
+from jaxeval.cli import main
+from jaxeval.models.config import config_from_hf
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def test_read_flops_by_hand():
+    c = config_from_hf(SHAPES["llama-8b"][0])
+    # Llama-3-8B: 6.98e9 weights outside the embedding and head, 2 FLOPs each per token
+    assert abs(read_flops(c, 1, 0)["trunk"] - 2 * 6.98e9) / (2 * 6.98e9) < 0.01
+    # causal attention over 4 tokens: queries see 1 + 2 + 3 + 4 = 10 keys; QK^T and PV, 2 FLOPs per multiply-add
+    assert read_flops(c, 4, 0)["attention"] == 32 * 32 * 10 * 128 * 2 * 2
+    assert read_flops(c, 2, 5)["head"] == 2 * 5 * 4096 * 128256  # the LM head at the 5 read rows only
+    f = read_flops(c, 32768, 32767)
+    assert f["total"] == f["trunk"] + f["attention"] + f["head"] == pytest.approx(7.7e14, rel=0.03)  # jax_anchors §7
+    # a sliding window of 2 over 5 tokens: 1 + 2 + 2 + 2 + 2 keys
+    assert attended_keys(5, 2) == 9 and attended_keys(5, 0) == attended_keys(5, 8) == 15
+
+
+def test_rules_entry_shares_and_ratio():
+    raw = {"reuse": {"seconds": 2.0, "tokens_run": 30, "tokens_naive": 100},
+           "no_reuse": {"seconds": 4.0, "tokens_run": 50, "tokens_naive": 100}}
+    entry = rules_entry(raw)
+    assert entry["reuse"]["share_of_naive"] == 0.3 and entry["no_reuse"]["share_of_naive"] == 0.5
+    assert entry["ratio"]["seconds"] == 0.5
+
+
+def _bench(tmp_path, monkeypatch, *flags) -> dict:
+    monkeypatch.setenv("JAXEVAL_BENCH_CACHE", str(tmp_path / "shapes"))
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--model", "tiny-llama", "--lengths", "100", "--repeats", "1", "--prompt_tokens", "8",
+                 "--new_tokens", "3", "--rules_limit", "0", "--matmul_n", "256", "--out", str(out), *flags]) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="the transformers side needs torch (the test extra)")
+def test_bench_tiny_against_transformers(tmp_path, monkeypatch):
+    report = _bench(tmp_path, monkeypatch, "--batches", "2")
+    assert report["schema"] == "jaxeval-bench/1" and report["transformers"]["available"]
+    assert report["model"]["name"] == "tiny-llama" and report["hardware"]["platform"] == "cpu"
+    assert len(report["load"]["before"]) == 3 and report["command"].startswith("jaxeval bench --model tiny-llama")
+    peak = report["matmul_peak"]
+    assert peak["flops_per_s"] == max(peak["samples_flops_per_s"]) > 0
+
+    (read,) = report["read"]
+    j, t = read["jaxeval"], read["transformers"]
+    c = config_from_hf(SHAPES["tiny-llama"][0])
+    assert read["flops"] == read_flops(c, 99, 99)  # 99 inputs needed, 99 read rows
+    assert read["flops"]["attention"] == 2 * 4 * 64 * (99 * 100 // 2) * 2 * 2  # layers, heads, head_dim, keys
+    assert read["ratio"]["seconds"] == pytest.approx(j["seconds"] / t["seconds"])
+    assert read["ratio"]["per_repeat_seconds"] == pytest.approx([a / b for a, b in zip(j["times"], t["times"])])
+    assert read["ratio"]["peak_rss"] == pytest.approx(j["peak_rss_mb"] / t["peak_rss_mb"])
+    assert j["mfu"] == pytest.approx(read["flops"]["total"] / j["seconds"] / peak["flops_per_s"])
+    assert j["tokens_per_s"] == pytest.approx(100 / j["seconds"])
+    assert read["mean_logprob_difference"] < 1e-3  # the same weights on both sides
+    # one compile of the prefill step and of the head for this bucket, none in the timed call
+    assert j["compile_first_call"]["by_function"].get("jit(prefill_chunk)", 0) <= 1
+    assert j["compile_timed_calls"] == 0 and j["jit_cache_sizes"]["prefill_chunk"] == 1
+
+    (gen,) = report["generate"]
+    assert gen["batch"] == 2 and gen["jaxeval"]["new_tokens"] == gen["transformers"]["new_tokens"] == 2 * 3
+    assert gen["ratio"]["tokens_per_s"] == pytest.approx(gen["jaxeval"]["tokens_per_s"] / gen["transformers"]["tokens_per_s"])
+    assert gen["jaxeval"]["tokens_per_s"] == pytest.approx(6 / gen["jaxeval"]["seconds"])
+    assert report["rules"] is None
+    assert {x["name"] for x in report["targets"]} >= {"read_time_8k", "generate_batch8", "rules_share"}
+    assert all(x["met"] is None for x in report["targets"])  # nothing at 8k / 32k / batch 8 was measured
+
+
+def test_bench_without_transformers_reports_it(tmp_path, monkeypatch, capsys):
+    report = _bench(tmp_path, monkeypatch, "--batches", "", "--transformers", "off")
+    assert not report["transformers"]["available"] and "off" in report["transformers"]["reason"]
+    (read,) = report["read"]
+    assert read["transformers"] is None and read["ratio"]["seconds"] is None and read["jaxeval"]["seconds"] > 0
+    assert capsys.readouterr().err.count("transformers comparison unavailable") == 1
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--model", "/no/such/folder"], "neither a named shape"),
+    (["--lengths", "8q"], "not a length"),
+    (["--repeats", "-1"], "--repeats must be"),
+])
+def test_bench_bad_input_is_one_line(flags, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXEVAL_BENCH_CACHE", str(tmp_path / "shapes"))
+    assert main(["bench", *flags, "--out", str(tmp_path / "b.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
