@@ -22,6 +22,8 @@ from jaxeval.models.checkpoint import TOKENIZER_FILES, is_jaxeval_checkpoint, lo
 from jaxeval.models.config import ModelConfig, check_overrides, config_from_hf, load_hf_config
 from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
 from jaxeval.models.decoder import Decoder
+from jaxeval.models.hybrid import HybridDecoder
+from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.mesh import make_mesh
@@ -162,8 +164,9 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
 
 
 def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:
-    """An NNX Decoder holding `params` (no random initialisation is run)."""
-    module = nnx.eval_shape(lambda: Decoder(config, dtype=DTYPES[dtype], rngs=nnx.Rngs(0)))
+    """An NNX Decoder (HybridDecoder for Qwen3.5) holding `params` (no random initialisation is run)."""
+    module_class = HybridDecoder if is_hybrid(config) else Decoder
+    module = nnx.eval_shape(lambda: module_class(config, dtype=DTYPES[dtype], rngs=nnx.Rngs(0)))
     state = nnx.state(module, nnx.Param)
     nnx.replace_by_pure_dict(state, params)
     nnx.update(module, state)
