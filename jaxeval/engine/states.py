@@ -14,11 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
-from jaxeval.engine.read import host_rope, prefill_chunk
+from jaxeval.engine.read import host_rope, new_read_cache, run_chunk
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.decoder import final_norm
-from jaxeval.models.sharding import READ_CACHE, constrain, host_array, zeros
+from jaxeval.models.sharding import constrain, host_array, zeros
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"))
@@ -51,14 +51,12 @@ def final_states(params, config: ModelConfig, ids, rows, *, backend="chunked", p
     gather_at = np.full((k_pad,), -1, np.int32)
     gather_at[:rows.size] = rows
 
-    shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
-    cache_k, cache_v = zeros(shape, dtype, mesh, READ_CACHE), zeros(shape, dtype, mesh, READ_CACHE)
+    cache = new_read_cache(config, bucket, dtype, mesh)
     hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
     gather_at, rope = host_array(gather_at, mesh), host_rope(config, ids.size, mesh)
     for start in range(0, n_inputs, chunk):
-        cache_k, cache_v, hidden = prefill_chunk(params, cache_k, cache_v,
-                                                 host_array(padded_ids[:, start:start + chunk], mesh),
-                                                 host_array(np.int32(start), mesh), hidden, gather_at, rope,
-                                                 config=config, backend=backend, mesh=mesh)
-    del cache_k, cache_v
+        cache, hidden = run_chunk(params, cache, host_array(padded_ids[:, start:start + chunk], mesh),
+                                  host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config,
+                                  backend=backend, mesh=mesh)
+    del cache
     return np.asarray(_normed(params, hidden, config=config, mesh=mesh))[:rows.size]
