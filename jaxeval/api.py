@@ -46,6 +46,7 @@ class Model:
     prefill_chunk: int = 2048
     mesh: object | None = None  # jax.sharding.Mesh the weights are sharded over (None: one device)
     config_overrides: dict = dataclasses.field(default_factory=dict)  # config.json fields replaced at load
+    generation_eos_ids: tuple[int, ...] = ()  # generation_config.json's eos_token_id (one id or a list)
 
     def __post_init__(self):
         self._params = self.module.params()
@@ -89,18 +90,28 @@ class Model:
         return final_states(self._params, self.config, ids, rows, backend=self.attention,
                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
 
-    def generate(self, prompts, max_new_tokens: int, stop=None, temperature: float = 0.0, top_p: float = 1.0,
-                 seed: int = 0, *, batch_size: int = 8):
-        """Generate after each token-id prompt -> list of jaxeval.engine.generate.Generation, in prompt order.
+    @property
+    def eos_token_ids(self) -> frozenset[int]:
+        """The ids that end a generation: config.json's, generation_config.json's and the tokenizer's eos."""
+        ids = set(self.config.eos_token_ids) | set(self.generation_eos_ids)
+        if getattr(self.tokenizer, "eos_token_id", None) is not None:
+            ids.add(int(self.tokenizer.eos_token_id))
+        return frozenset(ids)
 
-        Stops at config.eos_token_ids and the tokenizer's eos, at the first of the stop strings
-        (the text is cut before it) or after max_new_tokens. temperature 0 is greedy; sampling is
-        reproducible from the seed. See jaxeval.engine.generate.generate.
+    def generate(self, prompts, max_new_tokens: int, stop=None, temperature: float = 0.0, top_p: float = 1.0,
+                 seed: int = 0, *, stop_token_ids=None, min_new_tokens: int = 0, batch_size: int = 8):
+        """Generate after each token-id prompt -> list of jaxeval.engine.generate.Generation, in prompt
+        order (jaxeval.engine.backend.GenerateBackend).
+
+        Stops at eos_token_ids, at stop_token_ids, at the first of the stop strings (the text is cut
+        before it) or after max_new_tokens; no EOS or stop id is chosen before min_new_tokens.
+        temperature 0 is greedy; sampling is reproducible from the seed. See jaxeval.engine.generate.generate.
         """
         from jaxeval.engine.generate import generate as engine_generate
 
         return engine_generate(self._params, self.config, prompts, max_new_tokens, stop=stop, temperature=temperature,
-                               top_p=top_p, seed=seed, tokenizer=self.tokenizer, backend=self.attention,
+                               top_p=top_p, seed=seed, tokenizer=self.tokenizer, eos_token_ids=self.eos_token_ids,
+                               stop_token_ids=stop_token_ids, min_new_tokens=min_new_tokens, backend=self.attention,
                                prefill_chunk_len=self.prefill_chunk, batch_size=batch_size, mesh=self.mesh)
 
 
@@ -160,7 +171,23 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         tokenizer = load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder)
     return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
                  fingerprint=fingerprint(folder, dtype, gguf), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
-                 config_overrides=config_overrides)
+                 config_overrides=config_overrides, generation_eos_ids=generation_eos_ids(folder))
+
+
+def generation_eos_ids(folder: Path) -> tuple[int, ...]:
+    """generation_config.json's eos_token_id (an id or a list of ids; transformers stops at each),
+    () when the folder has no such file or field."""
+    from jaxeval.inputs import read_json
+
+    path = Path(folder) / "generation_config.json"
+    if not path.is_file():
+        return ()
+    raw = read_json(path, ConfigError, "generation config")
+    eos = raw.get("eos_token_id") if isinstance(raw, dict) else None
+    ids = [eos] if isinstance(eos, int) and not isinstance(eos, bool) else eos if isinstance(eos, list) else []
+    if eos is not None and (not ids or any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in ids)):
+        raise ConfigError(f"{path}: eos_token_id must be a token id or a list of them, got {eos!r}")
+    return tuple(ids)
 
 
 def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:

@@ -1,20 +1,21 @@
 """`jaxeval` command line: run, validate, ls, agent-bench, score, convert, serve.
 
-Flag names follow lm-eval-harness (--model, --model_args, --tasks, --limit, --output_path) and
-the longctx-agent-bench card (--data, --sets, --lengths, --mode, --out).
+Flag names follow lm-eval-harness (--model, --model_args, --tasks, --limit, --output_path); each
+benchmark adds its own settings as --<benchmark>_<field> and may add a command (`agent-bench`,
+with the longctx-agent-bench card's --data, --sets, --lengths, --mode, --out); see
+jaxeval/benchmarks/base.py.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 from jaxeval.errors import JaxevalError
 
 EMBEDDED_MODEL = Path(__file__).parent / "assets" / "tiny_llama"
-RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's configs/ (suites/, models/)
+RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's configs/ (example.yaml, suites/)
 
 
 def _model_options(p: argparse.ArgumentParser, default_model: str | None):
@@ -47,39 +48,12 @@ def _load(args):
                       quant_group=getattr(args, "quant_group", 128), **getattr(args, "config_overrides", {}))
 
 
-def _write(result: dict, model, args, t0: float) -> None:
-    from jaxeval.results.files import write_json_atomic
-    from jaxeval.results.metadata import run_metadata
-
-    from jaxeval.engine.distributed import is_writer
-
-    result["run"] = run_metadata(model, time.perf_counter() - t0)
-    if args.out and is_writer():
-        print(f"wrote {write_json_atomic(args.out, result)}")
-
-
-def cmd_agent_bench(args) -> int:
-    from jaxeval.benchmarks.agent_bench.cli import run_task
-    from jaxeval.inputs import check_output_file
-
-    if args.out:
-        check_output_file(args.out)  # before the model loads: a path that cannot be written is one line
-    t0 = time.perf_counter()
-    model = _load(args)
-    result, table = run_task(model, args)
-    result["data"] = str(args.data)
-    print(table)
-    _write(result, model, args, t0)
-    return 0
-
-
 def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:
     """The task list, with --model_args applied to the model flags."""
-    from jaxeval.benchmarks.agent_bench.cli import split_list
     from jaxeval.results.runconfig import apply_model_args
 
     apply_model_args(args, parser)
-    return list(split_list(args.tasks))
+    return [task.strip() for task in args.tasks.split(",") if task.strip()]
 
 
 def cmd_run(args) -> int:
@@ -112,7 +86,7 @@ def cmd_ls(args) -> int:
         for what in ("configs", "lengths"):
             if info.get(what):
                 print(f"  {what}: {', '.join(map(str, info[what]))}")
-    suites = sorted(RUN_CONFIGS.glob("*/*.yaml"))
+    suites = sorted(RUN_CONFIGS.glob("**/*.yaml"))
     if suites:
         print(f"run configs (--config) in {RUN_CONFIGS}: {', '.join(str(p.relative_to(RUN_CONFIGS)) for p in suites)}")
     return 0
@@ -140,10 +114,10 @@ def cmd_score(args, extra: list[str]) -> int:
     """Re-score saved predictions without loading a model: the benchmark parses its own flags."""
     from jaxeval.benchmarks.registry import scorers
 
-    module = scorers()[args.benchmark]
+    benchmark = scorers()[args.benchmark]
     parser = argparse.ArgumentParser(prog=f"jaxeval score --benchmark {args.benchmark}")
-    module.add_score_arguments(parser)
-    return module.cmd_score(parser.parse_args(extra))
+    benchmark.add_score_arguments(parser)
+    return benchmark.rescore(parser.parse_args(extra))
 
 
 def cmd_serve(args) -> int:
@@ -158,7 +132,7 @@ def cmd_bench(args) -> int:
     return bench(args)
 
 
-def _run_options(p: argparse.ArgumentParser, modules) -> None:
+def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     """The flags of `jaxeval run` (lm-eval's names) and every benchmark's own."""
     _model_options(p, str(EMBEDDED_MODEL))
     p.add_argument("--model_args", default=None, help="k=v,... for the model flags (dtype, attention, "
@@ -182,36 +156,29 @@ def _run_options(p: argparse.ArgumentParser, modules) -> None:
     from jaxeval.judges.options import add_judge_arguments
 
     add_judge_arguments(p)  # any benchmark's judges
-    for module in modules:
-        if hasattr(module, "add_run_arguments"):
-            module.add_run_arguments(p)
+    for benchmark in benchmarks:  # each benchmark's Settings: --<benchmark>_<field>
+        benchmark.add_arguments(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from jaxeval.benchmarks.agent_bench.cli import add_run_arguments as add_agent_bench_arguments
-    from jaxeval.benchmarks.registry import cli_modules, scorers
+    from jaxeval.benchmarks.registry import benchmarks, scorers
 
     parser = argparse.ArgumentParser(prog="jaxeval", description="Long-context LM evaluation in JAX/Flax")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a suite (default: agent_bench at 8k on the embedded model and sample)")
-    _run_options(run, cli_modules())
+    _run_options(run, benchmarks())
     run.set_defaults(func=cmd_run, parser=run)
 
     validate = sub.add_parser("validate", help="check a run's config, model config, tokenizer and data first")
-    _run_options(validate, cli_modules())
+    _run_options(validate, benchmarks())
     validate.set_defaults(func=cmd_validate, parser=validate)
 
     ls = sub.add_parser("ls", help="list benchmarks (tasks), their configs and lengths")
     ls.set_defaults(func=cmd_ls)
 
-    ab = sub.add_parser("agent-bench", help="longctx-agent-bench, teacher-forced")
-    _model_options(ab, None)
-    add_agent_bench_arguments(ab, default_data="thinletter/longctx-agent-bench", default_sets="facts",
-                              default_lengths="8k,32k")
-    ab.add_argument("--limit", type=int, default=None, help="first N items per config and length")
-    ab.add_argument("--out", default=None, help="output JSON file")
-    ab.set_defaults(func=cmd_agent_bench)
+    for benchmark in benchmarks():  # commands of their own (`jaxeval agent-bench`)
+        benchmark.add_commands(sub, _model_options, _load)
 
     score = sub.add_parser("score", help="re-score saved predictions (no model); "
                                          "`jaxeval score --benchmark NAME --help` lists NAME's flags",
@@ -254,7 +221,11 @@ def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> None
     if known.command not in ("run", "validate") or not known.config:
         return
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[known.command]
-    actions = {a.dest: a for a in sub._actions if a.dest not in ("help", "func", "parser")}
+    from jaxeval.benchmarks.settings import DeprecatedAlias
+
+    actions = {a.dest: a for a in sub._actions if a.dest not in ("help", "func", "parser")
+               and not isinstance(a, DeprecatedAlias)}
+    actions.update({a.option_strings[0].lstrip("-"): a for a in sub._actions if isinstance(a, DeprecatedAlias)})
     sub.set_defaults(**load_yaml_config(known.config, actions))
 
 

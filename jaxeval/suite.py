@@ -18,10 +18,33 @@ from jaxeval.interrupt import Terminated, checkpoint, message, unwatch_journal, 
 from jaxeval.judges.chat import has_chat_template
 
 
+def run_context(args, task: str, model=None, journal=None):
+    """What a task's runner gets besides its own settings (jaxeval.benchmarks.base.RunContext)."""
+    from jaxeval.benchmarks.base import JudgeCalls, RunContext
+    from jaxeval.judges.options import DEFAULTS
+    from jaxeval.results.runconfig import output_folder
+
+    judge = JudgeCalls(*(getattr(args, name, DEFAULTS[name]) for name in ("judge_timeout", "judge_retries",
+                                                                           "judge_max_failures")))
+    return RunContext(task=task, model=model, journal=journal, limit=args.limit, batch_size=args.batch_size,
+                      seed=args.seed, model_path=str(args.model), output_folder=output_folder(args), judge=judge)
+
+
+def _each_task(args, tasks: list[str]):
+    """(task, its benchmark, the benchmark's settings) of every task, in order."""
+    from jaxeval.benchmarks.registry import run_tasks
+
+    available = run_tasks()
+    for task in tasks:
+        benchmark = available[task]
+        yield task, benchmark, benchmark.settings(args)
+
+
 def check_run(args, names: list[str], create_output: bool = True) -> None:
-    """Tasks known, every flag sane (the benchmarks' `check` hooks) and the output path writable,
-    before anything is loaded; `validate` checks the same (create_output False: nothing made)."""
-    from jaxeval.benchmarks.registry import run_tasks, task_hook
+    """Tasks known, every flag sane (the benchmarks' `check` hooks), the output path and the
+    tasks' own output files writable, before anything is loaded; `validate` checks the same
+    (create_output False: nothing made)."""
+    from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.inputs import check_output_file, check_output_folder
     from jaxeval.judges.options import check_judge_arguments
     from jaxeval.results.runconfig import output_folder
@@ -36,10 +59,10 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
             source = f" (from {args.config})" if getattr(args, "config", None) else ""
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
     check_judge_arguments(args)
-    for task in names:  # each benchmark's own flags, as its run would check them
-        hook = task_hook(task, "check")
-        if hook is not None:
-            hook(task, args)
+    for task, benchmark, settings in _each_task(args, names):  # each benchmark's own settings, as its run checks them
+        benchmark.check(task, settings, run_context(args, task))
+        for path in benchmark.output_files(task, settings):
+            check_output_file(path, what=f"{task}'s output file", create=create_output)
     if args.out:
         check_output_file(args.out, create=create_output)
     check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
@@ -47,19 +70,8 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
 
 
 def _check_chat_template(args, tasks: list[str], has_template: bool) -> None:
-    from jaxeval.benchmarks.registry import task_hook
-
-    for task in tasks:
-        hook = task_hook(task, "check_chat_template")
-        if hook is not None:
-            hook(task, args, has_template)
-
-
-def _summarize(task: str, result: dict):
-    from jaxeval.benchmarks.registry import task_hook
-
-    hook = task_hook(task, "summarize")
-    return hook(task, result) if hook else None
+    for task, benchmark, settings in _each_task(args, tasks):
+        benchmark.check_chat_template(task, settings, has_template, str(args.model))
 
 
 def split_between_hosts(setting: str, model) -> bool:
@@ -113,12 +125,12 @@ def _lock_run(args, stem: str, shard: tuple[int, int]):
 def run_suite(args, tasks: list[str], load_model) -> int:
     from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.results.multihost import process_shard
-    from jaxeval.results.runconfig import config_hash, recorded_config, run_name
+    from jaxeval.results.runconfig import config_hash, not_hashed_keys, recorded_config, run_name
 
     check_run(args, tasks)
     t0 = time.perf_counter()
     config = recorded_config(args, tasks)
-    hash_ = config_hash(config)
+    hash_ = config_hash(config, not_hashed_keys(args, tasks))
     stem = run_name(args.model, tasks, hash_)
     initialize_distributed()  # multi-host: the process index names this process's lock and journal
     shard = process_shard()
@@ -148,26 +160,20 @@ def run_suite(args, tasks: list[str], load_model) -> int:
 
 
 def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float) -> int:
-    from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.engine.distributed import is_writer
     from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
     from jaxeval.results.schema import add_task, empty_results, finish_results
 
-    args.journal = journal
-    runners = run_tasks()
     results, samples, task_seconds = empty_results(), {}, {}
-    try:
-        for task in tasks:
-            checkpoint()
-            started = time.perf_counter()
-            result, table = runners[task](model, args)
-            journal.flush()
-            task_seconds[task] = round(time.perf_counter() - started, 3)
-            samples[task] = result.pop("sample_log", None)
-            add_task(results, task, result, _summarize(task, result))
-            print(f"\n{task}\n{table}")
-    finally:
-        args.journal = None
+    for task, benchmark, settings in _each_task(args, tasks):
+        checkpoint()
+        started = time.perf_counter()
+        result, table = benchmark.run(run_context(args, task, model, journal), settings)
+        journal.flush()
+        task_seconds[task] = round(time.perf_counter() - started, 3)
+        samples[task] = result.pop("sample_log", None)
+        add_task(results, task, result, benchmark.summarize(task, result))
+        print(f"\n{task}\n{table}")
     journal.close()
     checkpoint()
     timing = {"wall_time_s": round(time.perf_counter() - t0, 3), "tasks_s": task_seconds,
@@ -205,7 +211,6 @@ def validate_suite(args, tasks: list[str]) -> int:
     """Check what a run needs before it starts: every flag, the output path, the model's config
     and tokenizer (loaded, its chat template as the tasks need it), every record."""
     from jaxeval.api import load_tokenizer_from, resolve_model_path
-    from jaxeval.benchmarks.registry import task_hook
     from jaxeval.inputs import check_model_folder
     from jaxeval.models.config import load_hf_config
 
@@ -222,12 +227,8 @@ def validate_suite(args, tasks: list[str]) -> int:
     has_template = has_chat_template(tokenizer)
     _check_chat_template(args, tasks, has_template)
     print(f"model {args.model}: {'chat template present' if has_template else 'no chat template (none needed)'}")
-    for task in tasks:
-        hook = task_hook(task, "validate")
-        if hook is None:
-            print(f"{task}: no validate() hook; its data is checked when it runs")
-            continue
-        for line in hook(task, args):
+    for task, benchmark, settings in _each_task(args, tasks):
+        for line in benchmark.validate(task, settings):
             print(line)
     print("valid")
     return 0

@@ -32,7 +32,7 @@ def test_default_run_scores_the_embedded_model(tmp_path, capsys):
 
 def test_agent_bench_writes_output_path_in_results_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert main(["run", "--limit", "1", "--sets", "facts"]) == 0
+    assert main(["run", "--limit", "1", "--agent_bench_sets", "facts"]) == 0
     (written,) = (tmp_path / "results").glob("tiny_llama-*.json")
     assert json.loads(written.read_text())["details"]["agent_bench"]["sets"]["facts"]["8k"]["items"] == 1
 

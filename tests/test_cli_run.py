@@ -24,7 +24,7 @@ def test_validate_checks_model_tokenizer_and_every_record_of_a_shipped_config(ca
 
 
 def test_validate_bad_data_is_one_line_naming_it(tmp_path, capsys):
-    assert main(["validate", "--data", str(tmp_path / "missing"), "--sets", "facts"]) == 2
+    assert main(["validate", "--agent_bench_data", str(tmp_path / "missing"), "--agent_bench_sets", "facts"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(tmp_path / "missing") in err
 
@@ -37,7 +37,7 @@ def test_validate_model_without_config_is_one_line(tmp_path, capsys):
 
 def test_real_run_resumes_from_a_damaged_journal_to_identical_results(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXEVAL_PROGRESS", "0")
-    flags = ["run", "--limit", "1", "--sets", "facts,rules_en", "--output_path", str(tmp_path), "--log_samples"]
+    flags = ["run", "--limit", "1", "--agent_bench_sets", "facts,rules_en", "--output_path", str(tmp_path), "--log_samples"]
     assert main(flags) == 0
     (results,) = tmp_path.glob("*.json")
     (journal,) = tmp_path.glob("*.journal.jsonl")

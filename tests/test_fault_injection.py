@@ -94,7 +94,7 @@ READERS = {
                                                t / "m" / "tokenizer_config.json"), set()),
     "model tokenizer.json": (lambda t: (["validate", "--model", str(_copy(EMBEDDED_MODEL, t / "m"))],
                                         t / "m" / "tokenizer.json"), set()),
-    "agent_bench parquet": (lambda t: (["validate", "--sets", "facts", "--data",
+    "agent_bench parquet": (lambda t: (["validate", "--agent_bench_sets", "facts", "--agent_bench_data",
                                         str(_copy(ASSETS / "agent_bench_sample", t / "ab"))],
                                        t / "ab" / "facts" / "8k-00000-of-00001.parquet"), {"wrong_shape"}),
     "longbench data": (lambda t: (["validate", "--tasks", "longbench", "--longbench_data",
@@ -160,7 +160,7 @@ def test_damaged_reference_scores_are_one_data_error(tmp_path, kind):
 
 # -- signals at scheduled phases of the embedded suite ---------------------------------------
 
-SUITE = [sys.executable, "-m", "jaxeval.cli", "run", "--limit", "1", "--sets", "facts,tool_calls",
+SUITE = [sys.executable, "-m", "jaxeval.cli", "run", "--limit", "1", "--agent_bench_sets", "facts,tool_calls",
          "--output_path", "out", "--log_samples"]
 KEYS = [f"agent_bench/{config}/8k/{config}-8k-000/0" for config in ("facts", "tool_calls")]
 

@@ -87,7 +87,7 @@ def _empty_agent_data(tmp_path) -> Path:
 
 def test_empty_data_is_an_error_in_validate_and_run(tmp_path, capsys):
     data = _empty_agent_data(tmp_path)
-    flags = ["--data", str(data), "--sets", "facts", "--output_path", str(tmp_path / "out")]
+    flags = ["--agent_bench_data", str(data), "--agent_bench_sets", "facts", "--output_path", str(tmp_path / "out")]
     assert main(["validate", *flags]) == 2
     one_line_error(capsys, "config 'facts', split '8k' holds no items")
     assert main(["run", *flags]) == 2

@@ -27,12 +27,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxeval.engine.buckets import chunk_size, length_bucket
+from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
 from jaxeval.engine.sampling import choose_tokens, prompt_keys
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.attention import decode_attention
+from jaxeval.models import hybrid
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
 from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers
+from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
 from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, replicated, zeros
 
@@ -101,11 +104,14 @@ def _decode_row(params, cache_k, cache_v, token, position, rope, config):
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1, 2))
-def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, rope, *, config, mesh=None):
+def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, rope, suppress=None, *,
+                config, mesh=None):
     """Feed tokens int [B] at positions int [B] (one per row); write their K/V; sample the next tokens.
 
     rope: RopeTables per row (inv_freq [B, L, R/2], scale [B, L]), each for that row's position + 1
     tokens: transformers recomputes a length-dependent rope at every step of a one-prompt generation.
+    suppress: None, or float32 [V] added to every row's logits (-inf at the EOS and stop ids while
+    fewer than min_new_tokens are out, as transformers' MinNewTokensLengthLogitsProcessor).
 
     cache_k, cache_v [B, L, S, KV, hd], donated and updated in place (on a mesh: rows over
     data/fsdp, K/V heads over tensor, the sequence whole). Tokens and positions come back replicated.
@@ -113,6 +119,8 @@ def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, 
     """
     logits, cache_k, cache_v = jax.vmap(_decode_row, in_axes=(None, 0, 0, 0, 0, 0, None))(
         params, cache_k, cache_v, tokens, positions, rope, config)
+    if suppress is not None:  # the first min_new_tokens steps: end-of-generation ids cannot be chosen
+        logits = logits + suppress
     chosen = choose_tokens(logits, keys, positions, temperature, top_p)
     return (constrain(chosen, mesh, "read_rows"), constrain(positions + 1, mesh, "read_rows"),
             constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE))
@@ -153,11 +161,24 @@ def check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, se
     return arrays, stop
 
 
-class _RowOutput:
-    """Host-side bookkeeping of one prompt's new tokens: EOS, stop strings, length."""
+def check_token_stops(stop_token_ids, min_new_tokens, max_new_tokens, vocab_size: int) -> frozenset[int]:
+    """Validate the token-level stop rule -> the stop ids as a set."""
+    ids = [stop_token_ids] if isinstance(stop_token_ids, (int, np.integer)) else list(stop_token_ids or ())
+    if any(isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= t < vocab_size for t in ids):
+        raise ValueError(f"generate: stop_token_ids must be token ids in [0, {vocab_size}), got {stop_token_ids!r}")
+    if isinstance(min_new_tokens, bool) or not isinstance(min_new_tokens, (int, np.integer)) or \
+            not 0 <= min_new_tokens <= max_new_tokens:
+        raise ValueError(f"generate: min_new_tokens must be an integer in [0, max_new_tokens={max_new_tokens}], "
+                         f"got {min_new_tokens!r}")
+    return frozenset(int(t) for t in ids)
 
-    def __init__(self, max_new_tokens, eos, stop, tokenizer):
+
+class _RowOutput:
+    """Host-side bookkeeping of one prompt's new tokens: EOS, stop ids, stop strings, length."""
+
+    def __init__(self, max_new_tokens, eos, stop, tokenizer, stop_ids=frozenset()):
         self.max_new_tokens, self.eos, self.stop, self.tokenizer = max_new_tokens, eos, stop, tokenizer
+        self.stop_ids = stop_ids
         self.tokens: list[int] = []
         self.finish_reason: str | None = None
 
@@ -170,6 +191,8 @@ class _RowOutput:
         self.tokens.append(token)
         if token in self.eos:
             self.finish_reason = "eos"
+        elif token in self.stop_ids:
+            self.finish_reason = "stop"
         elif self.stop and self.first_stop(self.decode()) is not None:
             self.finish_reason = "stop"
         elif len(self.tokens) == self.max_new_tokens:
@@ -187,13 +210,16 @@ class _RowOutput:
 
 
 def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=None, temperature: float = 0.0,
-             top_p: float = 1.0, seed: int = 0, tokenizer=None, eos_token_ids=None, backend: str = "chunked",
-             prefill_chunk_len: int = 2048, batch_size: int = 8, mesh=None) -> list[Generation]:
+             top_p: float = 1.0, seed: int = 0, tokenizer=None, eos_token_ids=None, stop_token_ids=None,
+             min_new_tokens: int = 0, backend: str = "chunked", prefill_chunk_len: int = 2048, batch_size: int = 8,
+             mesh=None) -> list[Generation]:
     """Generate up to max_new_tokens after each prompt (a list of token-id lists of any lengths).
 
     eos_token_ids: the ids that end a generation; by default config.eos_token_ids plus the
     tokenizer's eos. stop: strings that end it on the host; the text is cut before the first one
-    (the tokens keep everything generated). temperature 0 is greedy; otherwise temperature, then
+    (the tokens keep everything generated). stop_token_ids: ids that end it too (finish_reason
+    "stop"; the id is kept in the tokens). min_new_tokens: the EOS and stop ids cannot be chosen
+    before that many tokens are out (transformers' min_new_tokens). temperature 0 is greedy; otherwise temperature, then
     top_p, then a draw keyed by (seed, prompt index, position). Prompts are batched batch_size at a
     time, longest first, each batch padded to a power-of-two number of rows; results come back in
     the order of `prompts`. mesh: the jaxeval mesh the params are sharded over (None: one device).
@@ -206,23 +232,30 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
         if tokenizer is not None and getattr(tokenizer, "eos_token_id", None) is not None:
             eos_token_ids.add(int(tokenizer.eos_token_id))
     eos = frozenset(int(t) for t in eos_token_ids)
+    stop_ids = check_token_stops(stop_token_ids, min_new_tokens, max_new_tokens, config.vocab_size)
+    suppress = None
+    if min_new_tokens:
+        suppress = np.zeros(config.vocab_size, np.float32)
+        suppress[[t for t in eos | stop_ids if t < config.vocab_size]] = -np.inf
 
     order = sorted(range(len(arrays)), key=lambda i: -arrays[i].size)  # similar lengths batch together
     results: list[Generation | None] = [None] * len(arrays)
     for first in range(0, len(order), batch_size):
         group = order[first:first + batch_size]
-        rows = [_RowOutput(max_new_tokens, eos, stop, tokenizer) for _ in group]
+        rows = [_RowOutput(max_new_tokens, eos, stop, tokenizer, stop_ids) for _ in group]
         _generate_batch(params, config, [arrays[i] for i in group], group, rows, max_new_tokens,
                         temperature=temperature, top_p=top_p, seed=seed, backend=backend,
-                        prefill_chunk_len=prefill_chunk_len, mesh=mesh)
+                        prefill_chunk_len=prefill_chunk_len, mesh=mesh, suppress=(suppress, min_new_tokens))
         for i, row in zip(group, rows):
             results[i] = row.result()
     return results
 
 
 def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *, temperature, top_p, seed,
-                    backend, prefill_chunk_len, mesh=None):
+                    backend, prefill_chunk_len, mesh=None, suppress=(None, 0)):
     """Prefill then decode one batch; fills rows (one _RowOutput per prompt) in place.
+
+    suppress: (float32 [V] logit bias or None, the number of first steps it applies to).
 
     Prefill writes all prompt tokens but the last; the first decode step feeds the last one and
     samples the first new token, so prefill needs no head and every token comes from decode_step.
@@ -237,16 +270,26 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
         chunk //= 2
 
     dtype = params["embed"].dtype
-    cache_shape = (b, config.num_layers, cache_len, config.num_kv_heads, config.head_dim)
-    cache_k, cache_v = zeros(cache_shape, dtype, mesh, DECODE_CACHE), zeros(cache_shape, dtype, mesh, DECODE_CACHE)
+    hybrid_model = is_hybrid(config)  # its cache: K/V and Gated DeltaNet states (jaxeval.engine.hybrid_generate)
+    if hybrid_model:
+        check_no_mesh(config, mesh)
+        cache = hybrid.new_cache(config, b, cache_len, dtype)
+    else:
+        cache_shape = (b, config.num_layers, cache_len, config.num_kv_heads, config.head_dim)
+        cache = zeros(cache_shape, dtype, mesh, DECODE_CACHE), zeros(cache_shape, dtype, mesh, DECODE_CACHE)
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
         padded[0, :prompt.size] = prompt
         rope = RopeTables(*(host_array(t, mesh) for t in rope_tables(config, prompt.size)))
         for start in range(0, prompt.size - 1, chunk):
-            cache_k, cache_v = prefill_row(params, cache_k, cache_v, host_array(padded[:, start:start + chunk], mesh),
-                                           host_array(np.int32(start), mesh), host_array(np.int32(r), mesh), rope,
-                                           config=config, backend=backend, mesh=mesh)
+            chunk_ids, at, row = (host_array(a, mesh) for a in (padded[:, start:start + chunk], np.int32(start),
+                                                                np.int32(r)))
+            if hybrid_model:  # the prompt's tokens but its last, and no padding, enter the GDN states
+                valid = jnp.int32(min(chunk, prompt.size - 1 - start))
+                cache = prefill_hybrid_row(params, cache, chunk_ids, at, row, valid, rope, config=config,
+                                           backend=backend)
+            else:
+                cache = prefill_row(params, *cache, chunk_ids, at, row, rope, config=config, backend=backend, mesh=mesh)
 
     ids = np.zeros(b, np.int32)
     ids[:n] = prompt_ids
@@ -263,19 +306,25 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
         return RopeTables(*(host_array(t, mesh) for t in row_tables(config, seq_lens)))
 
     fixed_rope = None if length_dependent(config) else device_rope(lengths)  # the same tables at every step
+    bias, suppressed_steps = suppress
+    bias = None if bias is None else host_array(bias, mesh)
 
-    def step(tokens, positions, cache_k, cache_v, fed: int):
+    def step(tokens, positions, cache, fed: int):
         """fed: tokens already decoded before this step; every row's sequence then has length + fed tokens."""
         rope = fixed_rope if fixed_rope is not None else device_rope(lengths + fed)
-        return decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, rope,
-                           config=config, mesh=mesh)
+        step_bias = bias if fed < suppressed_steps else None
+        if hybrid_model:
+            return decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_p, rope, step_bias,
+                                      config=config)
+        chosen, positions, cache_k, cache_v = decode_step(params, *cache, tokens, positions, keys, temperature, top_p,
+                                                          rope, step_bias, config=config, mesh=mesh)
+        return chosen, positions, (cache_k, cache_v)
 
-    upcoming, positions, cache_k, cache_v = step(host_array(last, mesh), host_array(lengths - 1, mesh), cache_k,
-                                                 cache_v, 0)
+    upcoming, positions, cache = step(host_array(last, mesh), host_array(lengths - 1, mesh), cache, 0)
     for produced in range(1, max_new_tokens + 1):
         tokens = upcoming
         if produced < max_new_tokens:  # dispatch the next step before waiting for this one's tokens
-            upcoming, positions, cache_k, cache_v = step(tokens, positions, cache_k, cache_v, produced)
+            upcoming, positions, cache = step(tokens, positions, cache, produced)
         new = np.asarray(tokens)  # the one device -> host transfer per step
         for row, token in zip(rows, new[:n].tolist()):
             if row.finish_reason is None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from jaxeval.errors import ConfigError, JaxevalError
 from jaxeval.judges.base import FailureCounter, JudgeReply
-from jaxeval.judges.chat import chat_prompt_ids, has_chat_template
+from jaxeval.generation import GenerationOptions, chat_prompt_ids, generate, has_chat_template
 
 log = logging.getLogger(__name__)
 
@@ -82,11 +82,12 @@ class LocalJudge:
                                         f"{self.max_tokens} that exceeds the model's {limit} positions")
             else:
                 runnable.append((i, ids))
+        options = GenerationOptions(self.max_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed)
         for start in range(0, len(runnable), self.batch_size):
             group = runnable[start:start + self.batch_size]
             try:
-                outs = self.model.generate([ids for _, ids in group], self.max_tokens, temperature=self.temperature,
-                                           top_p=self.top_p, seed=self.seed, batch_size=self.batch_size)
+                outs = generate(self.model, [ids for _, ids in group], options, batch_size=self.batch_size,
+                                what=f"local judge {self.model.path}")
             except (JaxevalError, RuntimeError) as e:  # e.g. out of device memory: these prompts fail, counted
                 for i, _ in group:
                     replies[i] = self._fail(i, "generate_error", f"{type(e).__name__}: {e}")

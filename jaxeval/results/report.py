@@ -17,18 +17,19 @@ from pathlib import Path
 from typing import Sequence
 
 from jaxeval.results.report_data import BenchmarkView, Run, Table, load_runs
-from jaxeval.results.report_views import KNOWN_VIEWS, describe_section, generic_view
+from jaxeval.results.report_views import describe_section, generic_view
 
 PAGE = "index.html"
 
 
-def _known_view(task: str, runs: Sequence[Run]) -> tuple[BenchmarkView | None, list[tuple[str, ...]]]:
-    """The task's own view, or None and why each run's section could not be read as one."""
+def _known_view(view, task: str, runs: Sequence[Run]) -> tuple[BenchmarkView | None, list[tuple[str, ...]]]:
+    """The task's own view (its benchmark's report_view), or None and why each run's section
+    could not be read as one."""
     pairs = [(run.label, run.sections[task]) for run in runs if isinstance(run.sections.get(task), dict)]
     if not pairs:
         return None, []
     try:
-        return KNOWN_VIEWS[task](pairs), []
+        return view(pairs), []
     except (KeyError, TypeError, AttributeError, ValueError) as error:  # a section of another shape
         why = f"not in the {task} layout this report reads ({type(error).__name__}: {error})"
         return None, [(label, task, describe_section(section), why) for label, section in pairs]
@@ -36,11 +37,14 @@ def _known_view(task: str, runs: Sequence[Run]) -> tuple[BenchmarkView | None, l
 
 def build_views(runs: Sequence[Run]) -> tuple[list[BenchmarkView], Table]:
     """A view per task present in any run, in first-seen order, and the table of the rest."""
+    from jaxeval.benchmarks.registry import report_views
+
+    known = report_views()
     tasks = list(dict.fromkeys(task for run in runs for task in run.sections))
     views, unknown = [], []
     for task in tasks:
         having = [run for run in runs if task in run.sections]
-        view, failed = _known_view(task, having) if task in KNOWN_VIEWS else (None, [])
+        view, failed = _known_view(known[task], task, having) if task in known else (None, [])
         if view is None:
             try:
                 view = generic_view(task, having)

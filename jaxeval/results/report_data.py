@@ -237,3 +237,10 @@ def length_breakdowns(section, max_depth: int = 5) -> dict[str, dict[str, float 
 
     walk(section, ())
     return found
+
+
+def row_table(title: str, first: str, labels: Sequence[str], values: dict[str, dict[str, str]]) -> Table:
+    """Rows in first-seen order across runs, one column per run."""
+    order = list(dict.fromkeys(row for run in labels for row in values.get(run, {})))
+    return Table(title, (first, *labels), tuple((row, *(values.get(run, {}).get(row, MISSING) for run in labels))
+                                                 for row in order))

@@ -1,185 +1,16 @@
-"""Per-benchmark report views: the headline table and the figures of each benchmark.
-
-Known sections (agent_bench, longbench, longbench_e) get their own view. Any other task is
-drawn from the schema-v1 summary (`results` x `lengths`) when the file has one, else from the
-length-keyed mappings found in its section; what cannot be drawn is listed, never guessed.
-Each function takes [(run label, section)] for the runs that have the task, in run order.
-"""
+"""The report's generic view: a task whose benchmark contributes no view of its own
+(Benchmark.report_view) is drawn from the schema-v1 summary (`results` x `lengths`) when the
+file has one, else from the length-keyed mappings found in its section; what cannot be drawn
+is listed, never guessed."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from jaxeval.results.report_data import (
-    MISSING, BenchmarkView, Figure, Panel, Run, Table, fmt, length_breakdowns, length_key, number, sort_lengths,
+    BenchmarkView, Figure, Panel, Run, fmt, length_breakdowns, length_key, number, row_table, sort_lengths,
 )
 
-Pairs = Sequence[tuple[str, Any]]
-
-# agent_bench: the metric plotted per config (rules: rules in the system prompt, all families)
-AGENT_LENGTH_METRICS = {"facts": "query_accuracy", "tool_calls": "far_accuracy"}
-AGENT_DISTANCE_METRICS = {"facts": "query_accuracy", "tool_calls": "accuracy"}
-LONGBENCH_LENGTH_BINS = ((4096, "0-4k"), (8192, "4-8k"), (16384, "8-16k"), (32768, "16-32k"))
-
-
-def _row_table(title: str, first: str, labels: Sequence[str], values: dict[str, dict[str, str]]) -> Table:
-    """Rows in first-seen order across runs, one column per run."""
-    order = list(dict.fromkeys(row for run in labels for row in values.get(run, {})))
-    return Table(title, (first, *labels), tuple((row, *(values.get(run, {}).get(row, MISSING) for run in labels))
-                                                 for row in order))
-
-
-# --- longctx-agent-bench ---------------------------------------------------------------------
-
-def _agent_value(metrics: dict, config: str):
-    if config in AGENT_LENGTH_METRICS:
-        return metrics.get(AGENT_LENGTH_METRICS[config])
-    return ((metrics.get("cells") or {}).get("system/all") or {}).get("follow")
-
-
-def agent_bench_view(pairs: Pairs) -> BenchmarkView:
-    view = BenchmarkView("agent_bench")
-    labels = [label for label, _ in pairs]
-    rows = {label: {row["row"]: f"{fmt(row.get('value'))}  ({row.get('scored', '?')} of {row.get('total', '?')})"
-                    for row in section.get("rows") or []} for label, section in pairs}
-    view.tables.append(_row_table("Headline rows (the card's order)", "row", labels, rows))
-    sets = {label: section.get("sets") or {} for label, section in pairs}
-    configs = list(dict.fromkeys(config for label in labels for config in sets[label]))
-
-    length_panels = []
-    for config in configs:
-        splits = {label: sets[label].get(config) or {} for label in labels}
-        x = sort_lengths(split for label in labels for split in splits[label])
-        by_run = {label: {split: number(_agent_value(metrics or {}, config))
-                          for split, metrics in splits[label].items()} for label in labels if splits[label]}
-        metric = AGENT_LENGTH_METRICS.get(config, "follow (system/all)")
-        length_panels.append(Panel(config, "context length", metric, x, by_run))
-    if length_panels:
-        view.figures.append(Figure("agent_bench_length", "longctx-agent-bench: score against context length",
-                                   tuple(length_panels), "rules: share of targets following the rule "
-                                   "placed in the system prompt; null cells (nothing counted) are gaps"))
-
-    distance_panels = []
-    for config, metric in AGENT_DISTANCE_METRICS.items():
-        splits = sort_lengths(split for label in labels for split in (sets[label].get(config) or {}))
-        for split in splits:
-            by_run = {}
-            for label in labels:
-                metrics = (sets[label].get(config) or {}).get(split)
-                if not metrics:
-                    continue
-                if isinstance(metrics.get("by_distance"), dict):
-                    by_run[label] = {bucket: number((cell or {}).get(metric))
-                                     for bucket, cell in metrics["by_distance"].items()}
-                elif config == "tool_calls":  # results written before by_distance: near vs far
-                    by_run[label] = {"near": number(metrics.get("near_accuracy")),
-                                     "far": number(metrics.get("far_accuracy"))}
-            if by_run:
-                x = sort_lengths(bucket for points in by_run.values() for bucket in points)
-                distance_panels.append(Panel(f"{config} at {split}", "tokens back to the evidence", metric, x, by_run))
-    if distance_panels:
-        view.figures.append(Figure("agent_bench_distance", "longctx-agent-bench: score against distance",
-                                   tuple(distance_panels), "distance: tokens from the planted fact (facts) or "
-                                   "the tool's definition (tool_calls) to the scored target"))
-    else:
-        view.notes.append("no distance breakdown (by_distance) in these results: no distance plot")
-    return view
-
-
-# --- LongBench and LongBench-E ----------------------------------------------------------------
-
-def _bin(tokens: int) -> str:
-    for edge, label in LONGBENCH_LENGTH_BINS:
-        if tokens < edge:
-            return label
-    return "32k+"
-
-
-def longbench_view(pairs: Pairs) -> BenchmarkView:
-    view = BenchmarkView("longbench")
-    labels = [label for label, _ in pairs]
-    cells = {}
-    for label, section in pairs:
-        scores, samples = section.get("scores") or {}, section.get("samples") or {}
-        cells[label] = {name: f"{fmt(score)}  (n={samples.get(name, '?')})" for name, score in scores.items()}
-        for table, categories in (section.get("categories") or {}).items():  # those scored (all members run)
-            cells[label].update({f"[{table}] {name}": fmt(value) for name, value in (categories or {}).items()
-                                 if value is not None})
-    view.tables.append(_row_table("Scores per dataset (0-100) and category averages", "dataset", labels, cells))
-    datasets = tuple(dict.fromkeys(name for _, section in pairs for name in section.get("scores") or {}))
-    if datasets:
-        by_run = {label: {name: number(value) for name, value in (section.get("scores") or {}).items()}
-                  for label, section in pairs}
-        view.figures.append(Figure("longbench_datasets", "LongBench: score per dataset",
-                                   (Panel("all datasets", "dataset", "score (0-100)", datasets, by_run, "bar"),)))
-    by_run = {}
-    for label, section in pairs:
-        binned: dict[str, list[float]] = {}
-        for outputs in (section.get("outputs") or {}).values():
-            for output in outputs or ():
-                tokens, score = output.get("raw_prompt_tokens"), number(output.get("score"))
-                if isinstance(tokens, int) and score is not None:
-                    binned.setdefault(_bin(tokens), []).append(100 * score)
-        if binned:
-            by_run[label] = {b: sum(values) / len(values) for b, values in binned.items()}
-    if by_run:
-        x = sort_lengths(b for points in by_run.values() for b in points)
-        view.figures.append(Figure("longbench_length", "LongBench: score against context length", (
-            Panel("all datasets pooled", "prompt tokens before truncation", "mean sample score (0-100)", x, by_run),),
-            "LongBench v1 has no official length split: per-sample scores pooled by prompt length"))
-    else:
-        view.notes.append("no per-sample outputs in these results: no LongBench length plot "
-                          "(LongBench-E reports scores by length)")
-    return view
-
-
-def longbench_e_view(pairs: Pairs) -> BenchmarkView:
-    view = BenchmarkView("longbench_e")
-    labels = [label for label, _ in pairs]
-    buckets = sort_lengths(b for _, s in pairs for score in (s.get("scores") or {}).values()
-                           if isinstance(score, dict) for b in score)
-    columns = [f"{label} {bucket}" for label in labels for bucket in buckets]
-    datasets = list(dict.fromkeys(name for _, section in pairs for name in section.get("scores") or {}))
-
-    def averages(section) -> dict[str, float | None]:
-        official = section.get("bucket_averages")
-        if isinstance(official, dict) and any(number(v) is not None for v in official.values()):
-            return {b: number(v) for b, v in official.items()}
-        scores = [s for s in (section.get("scores") or {}).values() if isinstance(s, dict)]
-        means = {}
-        for b in buckets:
-            values = [number(s.get(b)) for s in scores if number(s.get(b)) is not None]
-            means[b] = sum(values) / len(values) if values else None
-        return means
-
-    rows = []
-    for name in datasets:
-        cells = []
-        for _, section in pairs:
-            score = (section.get("scores") or {}).get(name)
-            cells.extend(fmt(score.get(b)) if isinstance(score, dict) else MISSING for b in buckets)
-        rows.append((name, *cells))
-    rows.append(("average", *(fmt(averages(section).get(b)) for _, section in pairs for b in buckets)))
-    view.tables.append(Table("Scores per dataset and length bucket (0-100); average: official when all 13 "
-                             "datasets ran, else over those present", ("dataset", *columns), tuple(rows)))
-
-    panels = [Panel("average", "length bucket", "score (0-100)", buckets,
-                    {label: averages(section) for label, section in pairs})]
-    for name in datasets:
-        by_run = {label: {b: number(v) for b, v in section["scores"][name].items()}
-                  for label, section in pairs if isinstance((section.get("scores") or {}).get(name), dict)}
-        panels.append(Panel(name, "length bucket", "score", buckets, by_run))
-    if buckets:
-        view.figures.append(Figure("longbench_e_length", "LongBench-E: score against context length",
-                                   tuple(panels), "average: the official mean over all 13 datasets when all were "
-                                   "scored, else the mean over those present"))
-    return view
-
-
-KNOWN_VIEWS = {"agent_bench": agent_bench_view, "longbench": longbench_view, "longbench_e": longbench_e_view}
-
-
-# --- anything else: the v1 summary, else length-keyed mappings in the section -----------------
 
 def _leaf_series(summary: dict, task: str) -> dict[str, dict[str, float | None]]:
     """'leaf metric' -> {length: value} from `results` and `lengths` (docs/results_schema.md)."""
@@ -230,7 +61,7 @@ def generic_view(task: str, runs: Sequence[Run]) -> BenchmarkView | None:
     labels = [run.label for run in runs]
     cells = {run.label: _headline_cells(run.summary, task) for run in runs}
     if any(cells.values()):
-        view.tables.append(_row_table("Headline", "row", labels, cells))
+        view.tables.append(row_table("Headline", "row", labels, cells))
     series_by_run = {}
     for run in runs:
         series = ({**_group_series(run.summary, task), **_leaf_series(run.summary, task)}
@@ -246,7 +77,7 @@ def generic_view(task: str, runs: Sequence[Run]) -> BenchmarkView | None:
     if panels and not view.tables:  # no headline: the breakdowns themselves are the table
         values = {label: {f"{p.title} @ {x}": fmt(points.get(x)) for p in panels
                           for x in p.x if (points := p.by_run.get(label)) is not None} for label in labels}
-        view.tables.append(_row_table("Scores by context length", "breakdown @ length", labels, values))
+        view.tables.append(row_table("Scores by context length", "breakdown @ length", labels, values))
     if len(names) > 24:
         view.notes.append(f"{len(names) - 24} more length breakdowns not drawn")
     if panels:

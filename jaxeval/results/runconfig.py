@@ -12,20 +12,22 @@ from jaxeval.models.config import CONFIG_OVERRIDES, override_value
 from jaxeval.inputs import read_text
 from jaxeval.results.storage import join
 
-# Flags that cannot change a single number of the results, or whose effect the model fingerprint
-# already holds (model; quantize and quant_group: jaxeval.fingerprint's "quantization" part, present
-# only when quantized, so that adding the flags renamed no unquantized run) (docs/results_schema.md);
-# every other flag, including ones benchmarks add later, is hashed into config_hash.
+# Shared flags that cannot change a single number of the results, or whose effect the model
+# fingerprint already holds (model; quantize and quant_group: jaxeval.fingerprint's "quantization"
+# part, present only when quantized) (docs/results_schema.md). Every other shared flag is hashed
+# into config_hash, and so are the settings of the benchmarks whose tasks run, except those their
+# Settings mark hashed=False; no other benchmark's settings are (they cannot rename the run).
 NOT_HASHED = frozenset({"model", "quantize", "quant_group", "batch_size", "output_path", "out", "log_samples",
-                        "config", "save_scores", "host_split", "func", "command", "journal", "journal_mode", "model_args",
+                        "config", "host_split", "func", "command", "journal", "journal_mode", "model_args",
                         "judge_timeout", "judge_retries", "judge_max_failures"})
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode"})
 
 
 def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
     """The run config file (keys mirror `jaxeval run` flags, without dashes) as a dict of flag
-    values, checked and converted as the flags would be; lists become comma-separated strings,
-    a model_args mapping becomes k=v,..."""
+    values (by dest), checked and converted as the flags would be; lists become comma-separated
+    strings, a model_args mapping becomes k=v,... actions: key -> argparse action (a deprecated
+    alias under its old name)."""
     import yaml
 
     text = read_text(path, ConfigError, "run config")
@@ -43,7 +45,12 @@ def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
         if dest not in actions or dest == "config":
             raise ConfigError(f"{path}: unknown key '{key}' (keys are `jaxeval run` flags: "
                               f"{', '.join(sorted(set(actions) - {'config'}))})")
-        values[dest] = _flag_value(path, key, value, actions[dest])
+        action = actions[dest]
+        if getattr(action, "new_flag", None):  # a deprecated spelling (jaxeval.benchmarks.settings.DeprecatedAlias)
+            from jaxeval.benchmarks.settings import warn_alias
+
+            warn_alias(f"{path}: key '{key}'", f"'{action.new_flag.lstrip('-')}'")
+        values[action.dest] = _flag_value(path, key, value, action)
     return values
 
 
@@ -52,6 +59,8 @@ def _flag_value(path: str, key, value, action: argparse.Action):
         value = ",".join(str(v) for v in value)
     elif isinstance(value, dict) and action.dest == "model_args":  # nested values (rope_scaling) as JSON
         value = ",".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in value.items())
+    if action.type is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)  # `scale: 2` is the flag's 2.0, not another run
     if isinstance(value, str) and action.type is not None:
         try:
             value = action.type(value)
@@ -123,16 +132,44 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         setattr(args, dest, converted)
 
 
+def _benchmark_flags(args: argparse.Namespace, tasks: list[str]) -> tuple[set[str], dict, set[str]]:
+    """(every benchmark's setting flags, {flag: value} of the run's benchmarks' settings, the
+    flags of those that are not hashed)."""
+    from jaxeval.benchmarks.registry import benchmarks, run_tasks
+
+    chosen = {run_tasks()[task].name for task in tasks if task in run_tasks()}
+    every, own, unhashed = set(), {}, set()
+    for benchmark in benchmarks():
+        settings = benchmark.settings(args)
+        recorded = benchmark.recorded_settings(settings)
+        every |= set(recorded)
+        if benchmark.name in chosen:
+            own.update(recorded)
+            unhashed |= set(recorded) - set(benchmark.hashed_settings(settings))
+    return every, own, unhashed
+
+
 def recorded_config(args: argparse.Namespace, tasks: list[str]) -> dict:
-    """Every setting of the run (flags after YAML and model_args), JSON-ready, sorted."""
-    config = {key: value for key, value in sorted(vars(args).items()) if key not in NOT_RECORDED}
+    """The run's settings (flags after YAML and model_args): the shared ones and the settings of
+    the benchmarks whose tasks run, JSON-ready, sorted."""
+    every, own, _ = _benchmark_flags(args, tasks)
+    config = {key: value for key, value in vars(args).items() if key not in NOT_RECORDED and key not in every}
+    config.update(own)
+    config = dict(sorted(config.items()))
     config["tasks"] = list(tasks)
     config["model_args"] = parse_model_args(config.get("model_args"))
     return json.loads(json.dumps(config, default=str))
 
 
-def config_hash(config: dict) -> str:
-    hashed = {key: value for key, value in config.items() if key not in NOT_HASHED}
+def not_hashed_keys(args: argparse.Namespace, tasks: list[str]) -> frozenset[str]:
+    """The recorded keys config_hash leaves out: NOT_HASHED and the run's unhashed settings."""
+    return NOT_HASHED | _benchmark_flags(args, tasks)[2]
+
+
+def config_hash(config: dict, not_hashed=NOT_HASHED) -> str:
+    """sha256 of the config's hashed keys (sorted JSON), first 16 hex digits: deterministic in the
+    shared settings and the run's benchmarks' own settings, and in nothing else."""
+    hashed = {key: value for key, value in config.items() if key not in not_hashed}
     return hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16]
 
 

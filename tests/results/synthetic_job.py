@@ -18,7 +18,7 @@ SECONDS_PER_SAMPLE = float(os.environ.get("SYNTHETIC_SECONDS_PER_SAMPLE", 0.02))
 LOAD_SECONDS = float(os.environ.get("SYNTHETIC_LOAD_SECONDS", 0))  # a slow model load (signal tests)
 
 
-def run_task(model, args):
+def run_task(ctx, settings):
     from jaxeval.results.resumable import map_journaled
 
     def compute(batch):
@@ -27,8 +27,7 @@ def run_task(model, args):
         return [{"value": math.sin(i) / 3 + 1e-3 * batch[0], "i": i} for i in batch]
 
     keys = [f"synthetic/main/all/item-{i:03d}/0" for i in range(SAMPLES)]
-    records = map_journaled(getattr(args, "journal", None), keys, compute, batch_size=args.batch_size,
-                            desc="synthetic")
+    records = map_journaled(ctx.journal, keys, compute, batch_size=ctx.batch_size, desc="synthetic")
     values = [r["value"] for r in records]
     result = {"mean": sum(values) / len(values), "n": len(values),
               "sample_log": [{"key": k, **r} for k, r in zip(keys, records)]}
@@ -55,10 +54,27 @@ def install(setattr_=setattr, model=FakeModel):
     from jaxeval import cli
     from jaxeval.benchmarks import registry
 
-    module = types.ModuleType("synthetic_cli")
-    module.TASKS, module.summarize = {"synthetic": run_task}, summarize
-    sys.modules["synthetic_cli"] = module
-    setattr_(registry, "CLI_MODULES", (*registry.CLI_MODULES, "synthetic_cli"))
+    import dataclasses
+
+    from jaxeval.benchmarks.base import Benchmark
+
+    @dataclasses.dataclass(frozen=True)
+    class NoSettings:
+        pass
+
+    class Synthetic(Benchmark):
+        name, tasks, Settings = "synthetic", ("synthetic",), NoSettings
+
+        def run(self, ctx, settings):
+            return run_task(ctx, settings)
+
+        def summarize(self, task, result):
+            return summarize(task, result)
+
+    module = types.ModuleType("synthetic_benchmark")
+    module.BENCHMARK = Synthetic()
+    sys.modules["synthetic_benchmark"] = module
+    setattr_(registry, "BENCHMARK_MODULES", (*registry.BENCHMARK_MODULES, "synthetic_benchmark"))
     setattr_(cli, "_load", lambda args: model())
 
 

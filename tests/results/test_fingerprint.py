@@ -87,7 +87,7 @@ def test_two_models_in_same_named_folders_into_one_output_path_get_their_own_sco
     shutil.copytree(EMBEDDED_MODEL, a)
     _retrained(EMBEDDED_MODEL, b)
     out = tmp_path / "results"
-    flags = ["run", "--tasks", "agent_bench", "--sets", "facts", "--limit", "2", "--output_path", str(out)]
+    flags = ["run", "--tasks", "agent_bench", "--agent_bench_sets", "facts", "--limit", "2", "--output_path", str(out)]
     assert main([*flags, "--model", str(a)]) == 0
     assert main([*flags, "--model", str(b)]) == 0
     runs = [json.loads(path.read_text()) for path in sorted(out.glob("final-*.json"))]

@@ -20,7 +20,7 @@ FLAGS = ["--output_path", "out", "--log_samples"]
 SYNTHETIC = [sys.executable, str(Path(__file__).parent / "synthetic_job.py"), "--batch_size", "3", *FLAGS]
 SYNTHETIC_KEYS = [f"synthetic/main/all/item-{i:03d}/0" for i in range(48)]
 # the embedded model on two facts and two tool_calls items (each a teacher-forced 8k read)
-REAL = [sys.executable, "-m", "jaxeval.cli", "run", "--limit", "2", "--sets", "facts,tool_calls", *FLAGS]
+REAL = [sys.executable, "-m", "jaxeval.cli", "run", "--limit", "2", "--agent_bench_sets", "facts,tool_calls", *FLAGS]
 REAL_KEYS = [f"agent_bench/{config}/8k/{config}-8k-{i:03d}/0" for config in ("facts", "tool_calls") for i in range(2)]
 
 

@@ -197,12 +197,12 @@ def test_a_summary_of_another_shape_is_listed_not_fatal(tmp_path):
 
 def test_reads_what_the_schema_module_writes(tmp_path):
     """A version-1 file assembled by jaxeval.results.schema from agent_bench's own summarize()."""
-    from jaxeval.benchmarks.agent_bench.cli import summarize
+    from jaxeval.benchmarks.agent_bench.benchmark import BENCHMARK
     from jaxeval.results.schema import add_task, empty_results
 
     results = empty_results()
     section = agent_bench_section("model_b")
-    add_task(results, "agent_bench", section, summarize("agent_bench", section))
+    add_task(results, "agent_bench", section, BENCHMARK.summarize("agent_bench", section))
     results["model"] = {"path": "/models/model_b"}
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(results))

@@ -121,13 +121,12 @@ def test_bad_numbers_from_the_config_file_are_named(tmp_path, synthetic, capsys)
 
 def test_a_run_with_missing_judgements_writes_its_results_then_exits_3(tmp_path, synthetic, monkeypatch, capsys):
     """--judge_max_failures (jaxeval/judges/options.py): the rule applies to any task reporting "judged"."""
-    import synthetic_cli
-
-    def judged_task(model, args):
-        result, table = synthetic_job.run_task(model, args)
+    def judged_task(ctx, settings):
+        result, table = run_task(ctx, settings)
         result["judged"] = {"judgements": 48, "missing": 3, "missing_by_kind": {"timeout": 3}}
         return result, table
-    monkeypatch.setitem(synthetic_cli.TASKS, "synthetic", judged_task)
+    run_task = synthetic_job.run_task
+    monkeypatch.setattr(synthetic_job, "run_task", judged_task)
     assert synthetic("--output_path", str(tmp_path)) == 3
     assert "synthetic: 3 of 48 judgements missing (timeout 3)" in capsys.readouterr().err
     assert json.loads(_only(tmp_path, "*.json").read_text())["details"]["synthetic"]["judged"]["missing"] == 3

@@ -1,11 +1,11 @@
-"""The HELMET part of the CLI: `jaxeval run --tasks helmet,helmet_agenticlu` and
+"""HELMET and its AgenticLU subset as a jaxeval Benchmark: `jaxeval run --tasks helmet,helmet_agenticlu`
+with the --helmet_* settings, and
 
     jaxeval score --benchmark helmet --predictions FILE_OR_DIR [--helmet_judge SPEC] [--output_path DIR]
 
 which re-scores HELMET's own output JSON (or jaxeval's results) without a model; with a judge it
 is the separate judge pass (NarrativeQA, summarisation; --helmet_agenticlu: the binary judge).
-Judge SPEC: "http:BASE_URL:MODEL" or "local:PATH" (jaxeval.judges.make_judge). The hooks are
-described in jaxeval/benchmarks/registry.py.
+Judge SPEC: "http:BASE_URL:MODEL" or "local:PATH" (jaxeval.judges.make_judge).
 """
 
 from __future__ import annotations
@@ -13,171 +13,240 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from jaxeval.benchmarks import settings as settings_fields
+from jaxeval.benchmarks.base import Benchmark, JudgeCalls, RunContext
+from jaxeval.benchmarks.helmet import summary
 from jaxeval.benchmarks.helmet.tasks import CATEGORIES, SAMPLE_DIR
+from jaxeval.benchmarks.settings import setting
 from jaxeval.errors import ConfigError
 from jaxeval.judges.options import add_judge_arguments
 
-from jaxeval.benchmarks.helmet.summary import describe, summarize  # noqa: F401  (registry hooks)
-
-SCORE_NAME = "helmet"
 SAMPLE_CATEGORIES = ("recall", "rag", "longqa")  # what the embedded sample holds (8k tier)
 AGENTICLU_CATEGORIES = ("rag", "longqa")
 # Judge call settings: HELMET's GPT-4o wrapper; AgenticLU's binary verdict; the TRUE NLI model.
 HELMET_JUDGE = {"temperature": 0.1, "top_p": 0.9, "max_tokens": 4096}
 AGENTICLU_JUDGE = {"temperature": 0.0, "max_tokens": 256}
 NLI_JUDGE = {"temperature": 0.0, "max_tokens": 10}
+JUDGE_FIELDS = ("judge", "judge_key_env", "judge_max_tokens", "nli_judge", "agenticlu_prompt")
+
+
+@dataclasses.dataclass(frozen=True)
+class HelmetSettings:
+    data: str | None = setting(None, "HELMET data folder (released layout) or princeton-nlp/HELMET "
+                                     "(default: embedded sample)")
+    categories: str | None = setting(None, f"comma-separated of {','.join(CATEGORIES)} (default: all; sample: "
+                                           f"{','.join(SAMPLE_CATEGORIES)})")
+    lengths: str | None = setting(None, "8k,16k,32k,64k,128k (default: all; sample: 8k)")
+    llama2_tokenizer: str | None = setting(None, "tokenizer folder/id for LongQA/summarisation pre-truncation "
+                                                 "(meta-llama/Llama-2-7b-hf)")
+    no_chat_template: bool = setting(False, "prompt every dataset as a completion, no chat template (HELMET's "
+                                            "use_chat_template False, as it evaluates base models); without it a "
+                                            "tokenizer lacking a chat template is refused before the run starts")
+    seed: int = setting(42, "sampling seed (AgenticLU samples)")
+    agenticlu_temperature: float = setting(0.6)
+    agenticlu_generation_max_length: int = setting(1024)
+    judge: str | None = setting(None, "judge for NarrativeQA / summarisation (AgenticLU: its binary judge): "
+                                      "http:BASE_URL:MODEL (key from --helmet_judge_key_env) or local:PATH")
+    judge_key_env: str = setting("OPENAI_API_KEY", "env variable holding the API key", hashed=False)
+    judge_max_tokens: int | None = setting(None, "judge reply limit (default: HELMET's 4096; AgenticLU 256)")
+    nli_judge: str | None = setting(None, "ALCE citation NLI judge (google/t5_xxl_true_nli_mixture behind http:... "
+                                          "or local:PATH); without it citation recall/precision are not scored")
+    agenticlu_prompt: str | None = setting(None, "AgenticLU judge prompt file ({question} {gold} {prediction}); "
+                                                 "default: the card's form")
 
 
 def _split(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
-def _judge_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--helmet_judge", default=None,
-                        help="judge for NarrativeQA / summarisation (AgenticLU: its binary judge): "
-                             "http:BASE_URL:MODEL (key from --helmet_judge_key_env) or local:PATH")
-    parser.add_argument("--helmet_judge_key_env", default="OPENAI_API_KEY", help="env variable holding the API key")
-    parser.add_argument("--helmet_judge_max_tokens", type=int, default=None,
-                        help="judge reply limit (default: HELMET's 4096; AgenticLU 256)")
-    parser.add_argument("--helmet_nli_judge", default=None,
-                        help="ALCE citation NLI judge (google/t5_xxl_true_nli_mixture behind http:... or local:PATH); "
-                             "without it citation recall/precision are not scored")
-    parser.add_argument("--helmet_agenticlu_prompt", default=None,
-                        help="AgenticLU judge prompt file ({question} {gold} {prediction}); default: the card's form")
+def judge_calls(args) -> JudgeCalls:
+    from jaxeval.judges.options import DEFAULTS
+
+    return JudgeCalls(*(getattr(args, name, DEFAULTS[name]) for name in ("judge_timeout", "judge_retries",
+                                                                          "judge_max_failures")))
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--helmet_data", default=None,
-                        help="HELMET data folder (released layout) or princeton-nlp/HELMET (default: embedded sample)")
-    parser.add_argument("--helmet_categories", default=None,
-                        help=f"comma-separated of {','.join(CATEGORIES)} (default: all; sample: "
-                             f"{','.join(SAMPLE_CATEGORIES)})")
-    parser.add_argument("--helmet_lengths", default=None, help="8k,16k,32k,64k,128k (default: all; sample: 8k)")
-    parser.add_argument("--helmet_llama2_tokenizer", default=None,
-                        help="tokenizer folder/id for LongQA/summarisation pre-truncation (meta-llama/Llama-2-7b-hf)")
-    parser.add_argument("--helmet_no_chat_template", action="store_true",
-                        help="prompt every dataset as a completion, no chat template (HELMET's use_chat_template "
-                             "False, as it evaluates base models); without it a tokenizer lacking a chat template "
-                             "is refused before the run starts")
-    parser.add_argument("--helmet_seed", type=int, default=42, help="sampling seed (AgenticLU samples)")
-    parser.add_argument("--helmet_agenticlu_temperature", type=float, default=0.6)
-    parser.add_argument("--helmet_agenticlu_generation_max_length", type=int, default=1024)
-    _judge_arguments(parser)
-
-
-def make_judges(args, agenticlu: bool):
+def make_judges(settings: HelmetSettings, calls: JudgeCalls, agenticlu: bool):
     from jaxeval.judges import make_judge
-    from jaxeval.judges.options import http_options
 
     def build(spec, options):
         if spec is None:
             return None
-        extra = {"api_key_env": args.helmet_judge_key_env, **http_options(args)} if spec.startswith("http:") else {}
+        extra = {"api_key_env": settings.judge_key_env, "timeout": calls.timeout, "retries": calls.retries} \
+            if spec.startswith("http:") else {}
         return make_judge(spec, **options, **extra)
 
     options = dict(AGENTICLU_JUDGE if agenticlu else HELMET_JUDGE)
-    if args.helmet_judge_max_tokens is not None:
-        options["max_tokens"] = args.helmet_judge_max_tokens
-    judge = build(args.helmet_judge, options)
-    return judge, build(args.helmet_nli_judge, NLI_JUDGE)
+    if settings.judge_max_tokens is not None:
+        options["max_tokens"] = settings.judge_max_tokens
+    judge = build(settings.judge, options)
+    return judge, build(settings.nli_judge, NLI_JUDGE)
 
 
-def _units(args, agenticlu: bool):
+def helmet_task_units(settings: HelmetSettings, agenticlu: bool):
+    """The task's EvalUnits and its data folder."""
     from jaxeval.benchmarks.helmet.tasks import helmet_units
 
-    sample = args.helmet_data is None
+    sample = settings.data is None
     default_categories = AGENTICLU_CATEGORIES if agenticlu else (SAMPLE_CATEGORIES if sample else CATEGORIES)
-    categories = _split(args.helmet_categories) or list(default_categories)
+    categories = _split(settings.categories) or list(default_categories)
     if agenticlu and set(categories) - set(AGENTICLU_CATEGORIES):
         raise ConfigError("the AgenticLU subset covers only the rag and longqa categories")
-    lengths = _split(args.helmet_lengths) or (["8k"] if sample else None)
+    lengths = _split(settings.lengths) or (["8k"] if sample else None)
     units = helmet_units(categories, lengths, agenticlu=agenticlu)
-    if getattr(args, "helmet_no_chat_template", False):
+    if settings.no_chat_template:
         units = [dataclasses.replace(unit, use_chat_template=False) for unit in units]
-    return units, SAMPLE_DIR if sample else args.helmet_data
+    return units, SAMPLE_DIR if sample else settings.data
 
 
-def check_chat_template(task: str, args, has_template: bool) -> None:
-    """Refuse, before any compute, a tokenizer without a chat template for datasets HELMET
-    prompts in chat mode (`run` after loading the model, `validate` from the model's files)."""
-    if has_template:
-        return
-    units, _ = _units(args, agenticlu=task == "helmet_agenticlu")
-    chat = sorted({unit.dataset for unit in units if unit.use_chat_template})
-    if chat:
-        raise ConfigError(f"{args.model}: the tokenizer has no chat template, and {task} prompts {', '.join(chat)} "
-                          f"with one; add a chat template to the model folder, or pass --helmet_no_chat_template "
-                          f"to prompt them as completions (as HELMET does for base models)")
-
-
-def validate(task: str, args) -> list[str]:
-    """Load and check every file the task would read (no model): one line per unit."""
-    from jaxeval.benchmarks.helmet.data import resolve_data_root
-    from jaxeval.benchmarks.helmet.prepare import select_samples
-
-    units, data = _units(args, agenticlu=task == "helmet_agenticlu")
-    root = resolve_data_root(data)
-    lines = []
-    for unit in units:
-        rows, _ = select_samples(unit, root, 0 if task == "helmet_agenticlu" else unit.shots)
-        lines.append(f"{unit.dataset} {unit.length}: {len(rows)} samples")
-    return lines
-
-
-def run_task(model, args, agenticlu: bool) -> tuple[dict, str]:
-    from jaxeval.benchmarks.helmet.runner import GenerationSettings, run_helmet
-
-    units, data = _units(args, agenticlu)
-    if agenticlu:
-        settings = GenerationSettings(temperature=args.helmet_agenticlu_temperature, top_p=1.0, seed=args.helmet_seed,
-                                      shots=0, generation_max_length=args.helmet_agenticlu_generation_max_length)
-    else:
-        settings = GenerationSettings(seed=args.helmet_seed)
-    llama2 = None
-    if args.helmet_llama2_tokenizer:
-        from transformers import AutoTokenizer
-        llama2 = AutoTokenizer.from_pretrained(args.helmet_llama2_tokenizer)
-    judge, nli = make_judges(args, agenticlu)
-    result = run_helmet(model, units, data, limit=args.limit, settings=settings,
-                        judge=judge, nli=nli, agenticlu=agenticlu, agenticlu_prompt=args.helmet_agenticlu_prompt,
-                        llama2_tokenizer=llama2, journal=getattr(args, "journal", None), batch_size=args.batch_size)
-    _record_judge_summaries(result, judge, nli)
-    return result, format_table(result)
-
-
-def check(task: str, args) -> None:
-    """The flags `run` would reject, checked before anything loads (`run` and `validate`): units,
-    generation settings, judge specs and limits, the AgenticLU prompt file."""
-    from jaxeval.benchmarks.helmet.judging import read_prompt
-
-    _units(args, agenticlu=task == "helmet_agenticlu")
-    _check_judge_flags(args)
-    if args.helmet_agenticlu_generation_max_length < 1:
-        raise ConfigError(f"--helmet_agenticlu_generation_max_length must be >= 1, "
-                          f"got {args.helmet_agenticlu_generation_max_length}")
-    if not args.helmet_agenticlu_temperature >= 0:
-        raise ConfigError(f"--helmet_agenticlu_temperature must be >= 0, got {args.helmet_agenticlu_temperature}")
-    if args.helmet_agenticlu_prompt:
-        read_prompt(args.helmet_agenticlu_prompt)
-
-
-def _check_judge_flags(args) -> None:
+def _check_judge_settings(settings: HelmetSettings, calls: JudgeCalls) -> None:
     """Judge specs parse and their settings are sane, without calling or loading a judge."""
     from pathlib import Path
 
-    from jaxeval.judges.options import check_judge_arguments
-
-    check_judge_arguments(args)
-    if args.helmet_judge_max_tokens is not None and args.helmet_judge_max_tokens < 1:
-        raise ConfigError(f"--helmet_judge_max_tokens must be >= 1, got {args.helmet_judge_max_tokens}")
+    if settings.judge_max_tokens is not None and settings.judge_max_tokens < 1:
+        raise ConfigError(f"--helmet_judge_max_tokens must be >= 1, got {settings.judge_max_tokens}")
     local = {}  # a local judge is a model: only its folder is checked here, it loads when the run needs it
-    for name in ("helmet_judge", "helmet_nli_judge"):
-        spec = getattr(args, name)
+    for name in ("judge", "nli_judge"):
+        spec = getattr(settings, name)
         if spec and spec.startswith("local:"):
             if not Path(spec[len("local:"):]).is_dir():
-                raise ConfigError(f"--{name} {spec}: no such model folder")
+                raise ConfigError(f"--helmet_{name} {spec}: no such model folder")
             local[name] = None
-    make_judges(argparse.Namespace(**{**vars(args), **local}), agenticlu=False)  # HTTP specs: parsed, not called
+    make_judges(dataclasses.replace(settings, **local), calls, agenticlu=False)  # HTTP specs: parsed, not called
+
+
+class Helmet(Benchmark):
+    name = "helmet"
+    tasks = ("helmet", "helmet_agenticlu")
+    Settings = HelmetSettings
+    version = summary.VERSION
+
+    def describe(self) -> dict:
+        return summary.describe()
+
+    def summarize(self, task: str, result: dict) -> dict:
+        return summary.summarize(task, result)
+
+    def check(self, task: str, settings: HelmetSettings, ctx: RunContext) -> None:
+        """The settings `run` would reject, checked before anything loads (`run` and `validate`):
+        units, generation settings, judge specs and limits, the AgenticLU prompt file."""
+        from jaxeval.benchmarks.helmet.judging import read_prompt
+
+        helmet_task_units(settings, agenticlu=task == "helmet_agenticlu")
+        _check_judge_settings(settings, ctx.judge)
+        if settings.agenticlu_generation_max_length < 1:
+            raise ConfigError(f"--helmet_agenticlu_generation_max_length must be >= 1, "
+                              f"got {settings.agenticlu_generation_max_length}")
+        if not settings.agenticlu_temperature >= 0:
+            raise ConfigError(f"--helmet_agenticlu_temperature must be >= 0, got {settings.agenticlu_temperature}")
+        if settings.agenticlu_prompt:
+            read_prompt(settings.agenticlu_prompt)
+
+    def check_chat_template(self, task: str, settings: HelmetSettings, has_template: bool, model_path: str) -> None:
+        """Refuse, before any compute, a tokenizer without a chat template for datasets HELMET
+        prompts in chat mode (`run` after loading the model, `validate` from the model's files)."""
+        if has_template:
+            return
+        units, _ = helmet_task_units(settings, agenticlu=task == "helmet_agenticlu")
+        chat = sorted({unit.dataset for unit in units if unit.use_chat_template})
+        if chat:
+            raise ConfigError(f"{model_path}: the tokenizer has no chat template, and {task} prompts "
+                              f"{', '.join(chat)} with one; add a chat template to the model folder, or pass "
+                              f"--helmet_no_chat_template to prompt them as completions (as HELMET does for base "
+                              f"models)")
+
+    def validate(self, task: str, settings: HelmetSettings) -> list[str]:
+        """Load and check every file the task would read (no model): one line per unit."""
+        from jaxeval.benchmarks.helmet.data import resolve_data_root
+        from jaxeval.benchmarks.helmet.prepare import select_samples
+
+        units, data = helmet_task_units(settings, agenticlu=task == "helmet_agenticlu")
+        root = resolve_data_root(data)
+        lines = []
+        for unit in units:
+            rows, _ = select_samples(unit, root, 0 if task == "helmet_agenticlu" else unit.shots)
+            lines.append(f"{unit.dataset} {unit.length}: {len(rows)} samples")
+        return lines
+
+    def run(self, ctx: RunContext, settings: HelmetSettings) -> tuple[dict, str]:
+        from jaxeval.benchmarks.helmet.runner import GenerationSettings, run_helmet
+
+        agenticlu = ctx.task == "helmet_agenticlu"
+        units, data = helmet_task_units(settings, agenticlu)
+        if agenticlu:
+            generation = GenerationSettings(temperature=settings.agenticlu_temperature, top_p=1.0, seed=settings.seed,
+                                            shots=0, generation_max_length=settings.agenticlu_generation_max_length)
+        else:
+            generation = GenerationSettings(seed=settings.seed)
+        llama2 = None
+        if settings.llama2_tokenizer:
+            from transformers import AutoTokenizer
+            llama2 = AutoTokenizer.from_pretrained(settings.llama2_tokenizer)
+        judge, nli = make_judges(settings, ctx.judge, agenticlu)
+        result = run_helmet(ctx.model, units, data, limit=ctx.limit, settings=generation, judge=judge, nli=nli,
+                            agenticlu=agenticlu, agenticlu_prompt=settings.agenticlu_prompt, llama2_tokenizer=llama2,
+                            journal=ctx.journal, batch_size=ctx.batch_size)
+        _record_judge_summaries(result, judge, nli)
+        return result, format_table(result)
+
+    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--predictions", required=True,
+                            help="HELMET output JSON (eval.py), a folder of them, or a jaxeval results JSON")
+        parser.add_argument("--output_path", default=None,
+                            help="folder for helmet_rescored.json (default: a new folder <predictions>_rescored beside them)")
+        parser.add_argument("--helmet_agenticlu", action="store_true", help="judge with the AgenticLU binary judge")
+        parser.add_argument("--helmet_keypoints", default=None,
+                            help="JSONL of id + keypoints (InfBench) or summary/short_keypoints (Multi-LexSum)")
+        for name in JUDGE_FIELDS:  # the run's judge settings, under the same flags
+            field = next(f for f, _ in settings_fields.fields(HelmetSettings) if f.name == name)
+            parser.add_argument(f"--helmet_{name}", default=field.default, type=int if name == "judge_max_tokens" else None,
+                                help=field.metadata["help"])
+        add_judge_arguments(parser)
+
+    def rescore(self, args: argparse.Namespace) -> int:
+        """Re-score (and judge) saved outputs, write helmet_rescored.json; JUDGE_FAILURE_EXIT after
+        writing when more judgements are missing than --judge_max_failures allows."""
+        import sys
+        from pathlib import Path
+
+        from jaxeval.benchmarks.helmet.rescore import read_keypoints, rescore
+        from jaxeval.inputs import score_output_folder
+        from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
+        from jaxeval.results.files import write_json_atomic
+
+        from jaxeval.judges.options import check_judge_arguments
+
+        check_judge_arguments(args)
+        settings, calls = self.settings(args), judge_calls(args)
+        _check_judge_settings(settings, calls)
+        if args.helmet_agenticlu_prompt:
+            from jaxeval.benchmarks.helmet.judging import read_prompt
+
+            read_prompt(args.helmet_agenticlu_prompt)
+        folder = score_output_folder(args.predictions, args.output_path)
+        judge, nli = make_judges(settings, calls, args.helmet_agenticlu)
+        keypoints = read_keypoints(args.helmet_keypoints) if args.helmet_keypoints else None
+        result = rescore(args.predictions, judge=judge, nli=nli, agenticlu=args.helmet_agenticlu,
+                         agenticlu_prompt=args.helmet_agenticlu_prompt, keypoints=keypoints)
+        _record_judge_summaries(result, judge, nli)
+        print(format_table(result))
+        for unit in result["units"]:
+            check = unit["official_check"]
+            if check["compared"]:
+                state = "identical to" if check["identical"] else f"differs ({', '.join(check['differences'])}) from"
+                print(f"{unit['dataset']} {unit['length']}: {state} the official averages in {unit['source']}")
+            if check.get("items_compared"):
+                print(f"{unit['dataset']} {unit['length']}: {check['items_differing']} of {check['items_compared']} items "
+                      f"differ from their saved per-item metrics")
+        print(f"wrote {write_json_atomic(Path(folder) / 'helmet_rescored.json', result)}")
+        failure = judge_failure({"helmet": result}, args.judge_max_failures)
+        if failure:
+            print(f"jaxeval: error: {failure}", file=sys.stderr)
+            return JUDGE_FAILURE_EXIT
+        return 0
+
+
+BENCHMARK = Helmet()
 
 
 def judged_counts(result: dict, judge, nli) -> dict | None:
@@ -194,12 +263,6 @@ def judged_counts(result: dict, judge, nli) -> dict | None:
         summaries.append({"judged": calls["calls"] - calls["failed"], "failed": calls["failed"],
                           "failure_reasons": calls["failures_by_kind"]})
     return count_judgements(summaries)
-
-
-TASKS = {
-    "helmet": lambda model, args: run_task(model, args, agenticlu=False),
-    "helmet_agenticlu": lambda model, args: run_task(model, args, agenticlu=True),
-}
 
 
 def _record_judge_summaries(result: dict, judge, nli) -> None:
@@ -235,54 +298,3 @@ def format_table(result: dict) -> str:
 
         lines.append(f"judge: {describe_missing(result['judged'])}")
     return "\n".join(lines)
-
-
-def add_score_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--predictions", required=True,
-                        help="HELMET output JSON (eval.py), a folder of them, or a jaxeval results JSON")
-    parser.add_argument("--output_path", default=None,
-                        help="folder for helmet_rescored.json (default: a new folder <predictions>_rescored beside them)")
-    parser.add_argument("--helmet_agenticlu", action="store_true", help="judge with the AgenticLU binary judge")
-    parser.add_argument("--helmet_keypoints", default=None,
-                        help="JSONL of id + keypoints (InfBench) or summary/short_keypoints (Multi-LexSum)")
-    _judge_arguments(parser)
-    add_judge_arguments(parser)
-
-
-def cmd_score(args: argparse.Namespace) -> int:
-    """Re-score (and judge) saved outputs, write helmet_rescored.json; JUDGE_FAILURE_EXIT after
-    writing when more judgements are missing than --judge_max_failures allows."""
-    import sys
-    from pathlib import Path
-
-    from jaxeval.benchmarks.helmet.rescore import read_keypoints, rescore
-    from jaxeval.inputs import score_output_folder
-    from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
-    from jaxeval.results.files import write_json_atomic
-
-    _check_judge_flags(args)
-    if args.helmet_agenticlu_prompt:
-        from jaxeval.benchmarks.helmet.judging import read_prompt
-
-        read_prompt(args.helmet_agenticlu_prompt)
-    folder = score_output_folder(args.predictions, args.output_path)
-    judge, nli = make_judges(args, args.helmet_agenticlu)
-    keypoints = read_keypoints(args.helmet_keypoints) if args.helmet_keypoints else None
-    result = rescore(args.predictions, judge=judge, nli=nli, agenticlu=args.helmet_agenticlu,
-                     agenticlu_prompt=args.helmet_agenticlu_prompt, keypoints=keypoints)
-    _record_judge_summaries(result, judge, nli)
-    print(format_table(result))
-    for unit in result["units"]:
-        check = unit["official_check"]
-        if check["compared"]:
-            state = "identical to" if check["identical"] else f"differs ({', '.join(check['differences'])}) from"
-            print(f"{unit['dataset']} {unit['length']}: {state} the official averages in {unit['source']}")
-        if check.get("items_compared"):
-            print(f"{unit['dataset']} {unit['length']}: {check['items_differing']} of {check['items_compared']} items "
-                  f"differ from their saved per-item metrics")
-    print(f"wrote {write_json_atomic(Path(folder) / 'helmet_rescored.json', result)}")
-    failure = judge_failure({"helmet": result}, args.judge_max_failures)
-    if failure:
-        print(f"jaxeval: error: {failure}", file=sys.stderr)
-        return JUDGE_FAILURE_EXIT
-    return 0

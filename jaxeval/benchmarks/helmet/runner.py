@@ -19,7 +19,8 @@ from jaxeval.benchmarks.helmet.metrics import default_post_process
 from jaxeval.benchmarks.helmet.prepare import PreparedSample, prepare_unit, saved_fields
 from jaxeval.benchmarks.helmet.scoring import average_metrics, collect, headline, score_alce, score_item
 from jaxeval.benchmarks.helmet.tasks import SAMPLE_DIR, EvalUnit, dataset_key, family
-from jaxeval.errors import ConfigError, JaxevalError
+from jaxeval.errors import ConfigError
+from jaxeval.generation import GenerationOptions, decoded, generate, require_tokenizer, token_count
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,33 +35,19 @@ class GenerationSettings:
 HELMET_SETTINGS = GenerationSettings()
 
 
-def _decode(tokenizer, output) -> str:
-    tokens = getattr(output, "tokens", None)
-    if tokens is not None and len(tokens):
-        return tokenizer.decode(list(tokens), skip_special_tokens=True)
-    return output.text
-
-
-def _token_count(output) -> int:
-    tokens = getattr(output, "tokens", None)
-    return 0 if tokens is None else len(tokens)
-
-
 def generate_records(model, prepared: Sequence[PreparedSample], unit: EvalUnit, settings: GenerationSettings,
                      journal=None, batch_size: int = 8) -> list[dict]:
     """One record per sample: saved fields, output (prefixed in completion mode), lengths."""
     from jaxeval.results.resumable import map_journaled
 
-    gen = settings.generation_max_length or unit.generation_max_length
+    options = GenerationOptions(settings.generation_max_length or unit.generation_max_length,
+                                temperature=settings.temperature, top_p=settings.top_p, seed=settings.seed)
 
     def compute(indices: list[int]) -> list[dict]:
         batch = [prepared[i] for i in indices]
-        outputs = model.generate([p.prompt.ids for p in batch], max_new_tokens=gen, stop=None,
-                                 temperature=settings.temperature, top_p=settings.top_p, seed=settings.seed)
-        if len(outputs) != len(batch):
-            raise JaxevalError(f"the model returned {len(outputs)} generations for {len(batch)} prompts")
-        return [dict(saved_fields(p.sample, unit.dataset), output=p.prefix + _decode(model.tokenizer, o),
-                     input_len=len(p.prompt.ids), output_len=_token_count(o),
+        outputs = generate(model, [p.prompt.ids for p in batch], options, what="the model")
+        return [dict(saved_fields(p.sample, unit.dataset), output=p.prefix + decoded(model.tokenizer, o),
+                     input_len=len(p.prompt.ids), output_len=token_count(o),
                      raw_input_len=p.prompt.raw_tokens, truncated_context_tokens=p.prompt.removed_context_tokens)
                 for p, o in zip(batch, outputs)]
 
@@ -144,8 +131,7 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
                batch_size: int = 8) -> dict:
     """Generate and score `units`. judge: LongQA / summarisation (or AgenticLU) judge; nli: the
     ALCE citation judge. Datasets whose files are absent from `data` fail with a DataError."""
-    if model.tokenizer is None:
-        raise ConfigError(f"{getattr(model, 'path', 'model')}: no tokenizer; HELMET needs one")
+    require_tokenizer(model, "HELMET")
     if limit is not None and limit < 1:
         raise ConfigError(f"limit must be a positive number of samples, got {limit!r}")
     root = resolve_data_root(data)

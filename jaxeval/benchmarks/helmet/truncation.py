@@ -18,6 +18,7 @@ import dataclasses
 
 from jaxeval.benchmarks.helmet.templates import Template
 from jaxeval.errors import ConfigError, InputTooLongError
+from jaxeval.generation import chat_prompt_ids, has_chat_template, user_turn
 
 OMISSION_MARKER = " ... [the rest of the text is omitted]"
 
@@ -40,12 +41,10 @@ def pretruncate(context: str, tokenizer, max_tokens: int, marker: str = OMISSION
 def render_ids(tokenizer, template: Template, sample: dict, chat: bool) -> list[int]:
     """Token ids of the prompt: the user template as one chat turn, or the completion text."""
     if chat:
-        if not getattr(tokenizer, "chat_template", None):
+        if not has_chat_template(tokenizer):
             raise ConfigError("this HELMET dataset is prompted with a chat template and the tokenizer has none "
                               "(--helmet_no_chat_template prompts it as a completion)")
-        text = tokenizer.apply_chat_template([{"role": "user", "content": template.user_text(sample)}],
-                                             tokenize=False, add_generation_prompt=True)
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return chat_prompt_ids(tokenizer, user_turn(template.user_text(sample)))
     return list(tokenizer(template.completion_text(sample))["input_ids"])
 
 

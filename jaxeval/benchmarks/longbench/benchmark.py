@@ -1,134 +1,133 @@
-"""The LongBench part of the CLI: `jaxeval run --tasks longbench,longbench_e` and re-scoring
-official pred.py output without a model:
+"""LongBench v1 and LongBench-E as a jaxeval Benchmark: `jaxeval run --tasks longbench,longbench_e`
+and re-scoring official pred.py output without a model:
 
     jaxeval score --benchmark longbench --predictions pred/<model> [--e] [--output_path DIR]
-
-The hooks are described in jaxeval/benchmarks/registry.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
+from jaxeval.benchmarks.base import Benchmark, RunContext
 from jaxeval.benchmarks.longbench.metrics import (
     DEFAULT_ROUGE_RECURSION, ROUGE_RECURSION_ALIASES, ROUGE_RECURSION_MODELS, ScoringOptions,
 )
-from jaxeval.errors import JaxevalError
+from jaxeval.benchmarks.settings import setting
+from jaxeval.generation import require_tokenizer
 from jaxeval.metrics.edit_similarity import BACKENDS
 
 
-def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--longbench_data", default=None, help="LongBench JSONL folder (default: embedded sample)")
+@dataclasses.dataclass(frozen=True)
+class LongBenchSettings:
+    data: str | None = setting(None, "LongBench JSONL folder (default: embedded sample)")
 
 
-def run_task(model, args, e: bool) -> tuple[dict, str]:
-    from jaxeval.benchmarks.longbench import format_scores_table, run_longbench
+class LongBench(Benchmark):
+    name = "longbench"
+    tasks = ("longbench", "longbench_e")
+    Settings = LongBenchSettings
 
-    if model.tokenizer is None:
-        raise JaxevalError(f"{args.model}: the model folder has no tokenizer; LongBench needs one")
-    kwargs = {"data": args.longbench_data} if args.longbench_data else {}
-    result = run_longbench(model, model.tokenizer, e=e, limit=args.limit, batch_size=args.batch_size,
-                           journal=getattr(args, "journal", None), **kwargs)
-    result["sample_log"] = [{"key": "/".join(map(str, output["key"])) + "/0", "dataset": dataset, **output}
-                            for dataset, outputs in result["outputs"].items() for output in outputs]
-    return result, format_scores_table(result)
+    def describe(self) -> dict:
+        """`jaxeval ls`: task -> what it is, its datasets and length buckets."""
+        from jaxeval.benchmarks.longbench.tasks import BUCKETS, DATASETS, E_DATASETS
+
+        return {"longbench": {"about": "LongBench v1: 21 datasets, generation, official metrics",
+                              "configs": list(DATASETS), "lengths": ["up to the model window (middle truncation)"]},
+                "longbench_e": {"about": "LongBench-E: 13 datasets scored per length bucket",
+                                "configs": list(E_DATASETS), "lengths": list(BUCKETS)}}
+
+    def validate(self, task: str, settings: LongBenchSettings) -> list[str]:
+        """Parse and check every record of the task's datasets (DataError if not)."""
+        from jaxeval.benchmarks.longbench.data import load_config
+        from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, SHIPPED_SAMPLE, config_name
+
+        e = task == "longbench_e"
+        data = settings.data or SHIPPED_SAMPLE
+        return [f"{task} {name}: {len(load_config(data, config_name(name, e)))} records valid"
+                for name in (E_DATASETS if e else DATASETS)]
+
+    def run(self, ctx: RunContext, settings: LongBenchSettings) -> tuple[dict, str]:
+        from jaxeval.benchmarks.longbench import format_scores_table, run_longbench
+
+        tokenizer = require_tokenizer(ctx.model, "LongBench")
+        kwargs = {"data": settings.data} if settings.data else {}
+        result = run_longbench(ctx.model, tokenizer, e=ctx.task == "longbench_e", limit=ctx.limit,
+                               batch_size=ctx.batch_size, journal=ctx.journal, **kwargs)
+        result["sample_log"] = [{"key": "/".join(map(str, output["key"])) + "/0", "dataset": dataset, **output}
+                                for dataset, outputs in result["outputs"].items() for output in outputs]
+        return result, format_scores_table(result)
+
+    def summarize(self, task: str, result: dict) -> dict:
+        """The results-JSON sections of a LongBench or LongBench-E result (docs/results_schema.md)."""
+        e = task == "longbench_e"
+        results, n_samples, lengths = {}, {}, {}
+        for dataset, score in result["scores"].items():
+            leaf = f"{task}/{dataset}"
+            results[leaf] = {f"score_{bucket}": value for bucket, value in score.items()} if e else {"score": score}
+            samples = result["samples"][dataset]
+            n_samples[leaf] = {"original": None, "effective": sum(samples.values()) if e else samples}
+            lengths[leaf] = list(score) if e else None
+        groups = ({f"average_{bucket}": value for bucket, value in result["bucket_averages"].items()} if e else
+                  {f"{table}/{category}": value for table, categories in result["categories"].items()
+                   for category, value in categories.items()})
+        prompting = result["prompting"]
+        return {"results": results, "groups": groups, "n-samples": n_samples, "lengths": lengths,
+                "higher_is_better": {leaf: {metric: True for metric in metrics} for leaf, metrics in results.items()},
+                "versions": self.version, "configs": {"scoring": result["scoring"], "limit": prompting["limit"],
+                                                 "data": prompting["data"]},
+                "truncation": {"policy": "middle (official pred.py)", "max_length": prompting["max_length"],
+                               "max_length_source": prompting["max_length_source"],
+                               "truncated": prompting["truncated"]},
+                "chat_template": {"format": prompting["chat_format"],
+                                  "skipped_for": prompting["chat_template_skipped_for"]},
+                "deviations": []}
+
+    def report_view(self, task: str):
+        from jaxeval.benchmarks.longbench.report_view import longbench_e_view, longbench_view
+
+        return longbench_e_view if task == "longbench_e" else longbench_view
+
+    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Flags of `jaxeval score --benchmark longbench` (not --benchmark itself)."""
+        parser.add_argument("--predictions", required=True,
+                            help="folder of official pred.py output: one <dataset>.jsonl per dataset "
+                                 "with pred, answers, all_classes, length")
+        parser.add_argument("--e", action="store_true",
+                            help="LongBench-E: score per length bucket (0-4k, 4-8k, 8k+)")
+        parser.add_argument("--output_path", default=None,
+                            help="folder for result.json and jaxeval's results JSON (default: a new folder "
+                                 "<predictions>_rescored beside them; no file among the predictions is rewritten)")
+        parser.add_argument("--code_sim_backend", choices=BACKENDS, default="difflib",
+                            help="lcc/repobench-p similarity: difflib (official) or levenshtein "
+                                 "(fuzzywuzzy with python-Levenshtein installed)")
+        parser.add_argument("--rouge_recursion", choices=(*ROUGE_RECURSION_MODELS, *ROUGE_RECURSION_ALIASES),
+                            default=DEFAULT_ROUGE_RECURSION,
+                            help="emulate the official ROUGE-L's recursion limit as the official eval.py meets it "
+                                 "on this CPython (none: no limit; python3.11+ is an old name for python3.11)")
+
+    def rescore(self, args: argparse.Namespace) -> int:
+        """Score, print the table, write result.json and jaxeval's results; 0 on success.
+
+        User errors raise jaxeval.errors.JaxevalError subclasses, which the CLI prints as one line.
+        """
+        from jaxeval.benchmarks.longbench.rescore import rescore_predictions
+        from jaxeval.benchmarks.longbench.results import format_scores_table
+        from jaxeval.inputs import score_output_folder
+
+        options = ScoringOptions(code_sim_backend=args.code_sim_backend, rouge_recursion=args.rouge_recursion)
+        result = rescore_predictions(args.predictions, e=args.e, options=options,
+                                     output_dir=score_output_folder(args.predictions, args.output_path))
+        print(format_scores_table(result))
+        check = result["result_json_check"]
+        if check is not None:
+            if check["identical"]:
+                print(f"identical to {check['path']}")
+            else:
+                print(f"differs from {check['path']}: {', '.join(check['differences']) or 'dataset sets differ'}")
+        for what, path in result["written"].items():
+            print(f"wrote {what}: {path}")
+        return 0
 
 
-TASKS = {
-    "longbench": lambda model, args: run_task(model, args, e=False),
-    "longbench_e": lambda model, args: run_task(model, args, e=True),
-}
-
-
-VERSION = "1"  # of jaxeval's implementation; bump when a number it reports changes
-
-
-def describe() -> dict:
-    """`jaxeval ls`: task -> what it is, its datasets and length buckets."""
-    from jaxeval.benchmarks.longbench.tasks import BUCKETS, DATASETS, E_DATASETS
-
-    return {"longbench": {"about": "LongBench v1: 21 datasets, generation, official metrics",
-                          "configs": list(DATASETS), "lengths": ["up to the model window (middle truncation)"]},
-            "longbench_e": {"about": "LongBench-E: 13 datasets scored per length bucket",
-                            "configs": list(E_DATASETS), "lengths": list(BUCKETS)}}
-
-
-def validate(task: str, args) -> list[str]:
-    """`jaxeval validate`: parse and check every record of the task's datasets (DataError if not)."""
-    from jaxeval.benchmarks.longbench.data import load_config
-    from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, SHIPPED_SAMPLE, config_name
-
-    e = task == "longbench_e"
-    data = args.longbench_data or SHIPPED_SAMPLE
-    return [f"{task} {name}: {len(load_config(data, config_name(name, e)))} records valid"
-            for name in (E_DATASETS if e else DATASETS)]
-
-
-def summarize(task: str, result: dict) -> dict:
-    """The results-JSON sections of a LongBench or LongBench-E result (docs/results_schema.md)."""
-    e = task == "longbench_e"
-    results, n_samples, lengths = {}, {}, {}
-    for dataset, score in result["scores"].items():
-        leaf = f"{task}/{dataset}"
-        results[leaf] = {f"score_{bucket}": value for bucket, value in score.items()} if e else {"score": score}
-        samples = result["samples"][dataset]
-        n_samples[leaf] = {"original": None, "effective": sum(samples.values()) if e else samples}
-        lengths[leaf] = list(score) if e else None
-    groups = ({f"average_{bucket}": value for bucket, value in result["bucket_averages"].items()} if e else
-              {f"{table}/{category}": value for table, categories in result["categories"].items()
-               for category, value in categories.items()})
-    prompting = result["prompting"]
-    return {"results": results, "groups": groups, "n-samples": n_samples, "lengths": lengths,
-            "higher_is_better": {leaf: {metric: True for metric in metrics} for leaf, metrics in results.items()},
-            "versions": VERSION, "configs": {"scoring": result["scoring"], "limit": prompting["limit"],
-                                             "data": prompting["data"]},
-            "truncation": {"policy": "middle (official pred.py)", "max_length": prompting["max_length"],
-                           "max_length_source": prompting["max_length_source"],
-                           "truncated": prompting["truncated"]},
-            "chat_template": {"format": prompting["chat_format"],
-                              "skipped_for": prompting["chat_template_skipped_for"]},
-            "deviations": [] if prompting["samsum_stop"].startswith("token ids") else
-            [f"samsum: {prompting['samsum_stop']}"]}
-
-
-def add_score_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of `jaxeval score --benchmark longbench` (not --benchmark itself)."""
-    parser.add_argument("--predictions", required=True,
-                        help="folder of official pred.py output: one <dataset>.jsonl per dataset "
-                             "with pred, answers, all_classes, length")
-    parser.add_argument("--e", action="store_true",
-                        help="LongBench-E: score per length bucket (0-4k, 4-8k, 8k+)")
-    parser.add_argument("--output_path", default=None,
-                        help="folder for result.json and jaxeval's results JSON (default: a new folder "
-                             "<predictions>_rescored beside them; no file among the predictions is rewritten)")
-    parser.add_argument("--code_sim_backend", choices=BACKENDS, default="difflib",
-                        help="lcc/repobench-p similarity: difflib (official) or levenshtein "
-                             "(fuzzywuzzy with python-Levenshtein installed)")
-    parser.add_argument("--rouge_recursion", choices=(*ROUGE_RECURSION_MODELS, *ROUGE_RECURSION_ALIASES),
-                        default=DEFAULT_ROUGE_RECURSION,
-                        help="emulate the official ROUGE-L's recursion limit as the official eval.py meets it "
-                             "on this CPython (none: no limit; python3.11+ is an old name for python3.11)")
-
-
-def cmd_score(args: argparse.Namespace) -> int:
-    """Score, print the table, write result.json and jaxeval's results; 0 on success.
-
-    User errors raise jaxeval.errors.JaxevalError subclasses, which the CLI prints as one line.
-    """
-    from jaxeval.benchmarks.longbench.rescore import rescore_predictions
-    from jaxeval.benchmarks.longbench.results import format_scores_table
-    from jaxeval.inputs import score_output_folder
-
-    options = ScoringOptions(code_sim_backend=args.code_sim_backend, rouge_recursion=args.rouge_recursion)
-    result = rescore_predictions(args.predictions, e=args.e, options=options,
-                                 output_dir=score_output_folder(args.predictions, args.output_path))
-    print(format_scores_table(result))
-    check = result["result_json_check"]
-    if check is not None:
-        if check["identical"]:
-            print(f"identical to {check['path']}")
-        else:
-            print(f"differs from {check['path']}: {', '.join(check['differences']) or 'dataset sets differ'}")
-    for what, path in result["written"].items():
-        print(f"wrote {what}: {path}")
-    return 0
+BENCHMARK = LongBench()

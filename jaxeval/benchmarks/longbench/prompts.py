@@ -24,6 +24,7 @@ import dataclasses
 from jaxeval.benchmarks.longbench.data import LongBenchRecord
 from jaxeval.benchmarks.longbench.tasks import LongBenchTask
 from jaxeval.errors import ConfigError
+from jaxeval.generation import chat_text, has_chat_template, user_turn
 
 CHAT_FORMATS = ("auto", "model", "none", "llama2", "internlm")
 _WRAPPERS = {"llama2": ("[INST]", "[/INST]"), "internlm": ("<|User|>:", "<eoh>\n<|Bot|>:")}
@@ -45,7 +46,7 @@ def resolve_chat_format(chat_format: str, tokenizer) -> str:
     """The concrete format for this tokenizer ("auto" decided; others checked)."""
     if chat_format not in CHAT_FORMATS:
         raise ConfigError(f"unknown chat_format '{chat_format}'; available: {', '.join(CHAT_FORMATS)}")
-    has_template = bool(getattr(tokenizer, "chat_template", None))
+    has_template = has_chat_template(tokenizer)
     if chat_format == "auto":
         return "model" if has_template else "none"
     if chat_format == "model" and not has_template:
@@ -59,9 +60,7 @@ def apply_chat_format(prompt: str, task: LongBenchTask, tokenizer, chat_format: 
     if task.skip_chat_template or chat_format == "none":
         return ChatPrompt(prompt, add_special_tokens=True, chat_format="none")
     if chat_format == "model":
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                             add_generation_prompt=True)
-        return ChatPrompt(text, add_special_tokens=False, chat_format="model")
+        return ChatPrompt(chat_text(tokenizer, user_turn(prompt)), add_special_tokens=False, chat_format="model")
     if chat_format in _WRAPPERS:
         before, after = _WRAPPERS[chat_format]
         return ChatPrompt(before + prompt + after, add_special_tokens=True, chat_format=chat_format)

@@ -1,10 +1,11 @@
 """Generation requests for the engine: prompt ids, token budget and stop rule per record.
 
 Decoding is greedy. Generation stops at the model's EOS; samsum also stops at a newline (its
-few-shot prompt otherwise makes models write "\\nDialogue: ..." forever). The official code
-does this with the token id of "\\n" (the last id of encoding "\\n" without special tokens)
-and a minimum of one new token, so samsum's requests carry those too, for an engine that can
-use them; an engine with string stops only gets stop=["\\n"].
+few-shot prompt otherwise makes models write "\\nDialogue: ..." forever). The official pred.py
+does this with generate(eos_token_id=[EOS, id of "\\n"], min_length=prompt length + 1): the id
+of "\\n" is the last id of encoding "\\n" without special tokens, and neither id can be chosen
+as the first new token. samsum's requests carry exactly that (stop_token_ids, min_new_tokens=1)
+and no stop string: a token that merely contains a newline ("\\n\\n") does not stop it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import dataclasses
 from jaxeval.benchmarks.longbench.data import LongBenchRecord
 from jaxeval.benchmarks.longbench.prompts import apply_chat_format, build_prompt
 from jaxeval.benchmarks.longbench.tasks import TASKS, dataset_of_config
-from jaxeval.benchmarks.longbench.truncation import encode, truncate_middle
+from jaxeval.benchmarks.longbench.truncation import truncate_middle
+from jaxeval.generation import encode
 
 NEWLINE_STOP_DATASETS = ("samsum",)
 SPLIT = "test"  # LongBench's only split
@@ -26,7 +28,7 @@ class GenerationRequest:
     dataset: str  # v1 name ("qasper" for qasper_e too)
     prompt_ids: tuple[int, ...]  # final prompt tokens, chat format and special tokens included
     max_new_tokens: int
-    stop: tuple[str, ...] | None  # stop strings beyond EOS (samsum: "\n")
+    stop: tuple[str, ...] | None  # stop strings beyond EOS (none of LongBench's datasets has one)
     stop_token_ids: tuple[int, ...] | None  # samsum: (EOS, id of "\n"), as the official code
     min_new_tokens: int  # samsum: 1 (no stop before one token is out), else 0
     chat_format: str  # applied: "none" for the continuation sets
@@ -54,7 +56,7 @@ def build_request(record: LongBenchRecord, tokenizer, max_length: int, chat_form
         dataset=dataset,
         prompt_ids=tuple(encode(tokenizer, chat.text, add_special_tokens=chat.add_special_tokens)),
         max_new_tokens=task.max_new_tokens,
-        stop=("\n",) if newline_stop else None,
+        stop=None,
         stop_token_ids=newline_stop_ids(tokenizer) if newline_stop else None,
         min_new_tokens=1 if newline_stop else 0,
         chat_format=chat.chat_format,

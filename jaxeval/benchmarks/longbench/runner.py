@@ -1,19 +1,15 @@
 """run_longbench: load, prompt, generate through any backend, score; LongBench v1 or -E.
 
-The backend is anything with
-    generate(prompts: list[list[int]], max_new_tokens: int, stop: list[str] | None)
-        -> list of objects with .text and .tokens
-decoding greedily. When its generate also accepts `stop_token_ids` and `min_new_tokens`,
-samsum gets the official token-level stop (see requests.py); otherwise the "\\n" string.
-Predictions are the generated tokens decoded with special tokens skipped and nothing
-stripped, as the official pred.py; `.text` is used only when a generation has no tokens.
+The backend is a jaxeval.engine.backend.GenerateBackend (jaxeval.api.Model), decoding
+greedily; samsum gets the official token-level stop (requests.py). Predictions are the
+generated tokens decoded with special tokens skipped and nothing stripped, as the official
+pred.py; `.text` is used only when a generation has no tokens.
 """
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from jaxeval.benchmarks.longbench.data import LongBenchRecord, load_config
 from jaxeval.benchmarks.longbench.metrics import DEFAULT_OPTIONS, ScoringOptions
@@ -26,7 +22,8 @@ from jaxeval.benchmarks.longbench.tasks import (
     DATASETS, E_DATASETS, SHIPPED_SAMPLE, TASKS, check_datasets, config_name,
 )
 from jaxeval.benchmarks.longbench.truncation import prompt_budget
-from jaxeval.errors import ConfigError, JaxevalError
+from jaxeval.errors import ConfigError
+from jaxeval.generation import GenerationOptions, decoded, generate
 from jaxeval.progress import progress
 from jaxeval.results.resumable import map_journaled
 
@@ -44,43 +41,15 @@ def resolve_max_length(max_length: int | None, backend) -> tuple[int, str]:
                       "expose config.max_position_embeddings; pass max_length (window - 500)")
 
 
-def _generate_accepts(backend) -> set[str]:
-    try:
-        parameters = inspect.signature(backend.generate).parameters.values()
-    except (TypeError, ValueError):
-        return set()
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
-        return {"stop_token_ids", "min_new_tokens"}
-    return {p.name for p in parameters} & {"stop_token_ids", "min_new_tokens"}
-
-
-def _batches(items: Sequence, size: int | None) -> Iterable[Sequence]:
-    size = size or len(items)
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
-def generate_predictions(backend, tokenizer, requests: Sequence[GenerationRequest],
-                         batch_size: int | None = None) -> list[str]:
+def generate_predictions(backend, tokenizer, requests: Sequence[GenerationRequest]) -> list[str]:
     """The decoded prediction of every request, in order. All requests of one dataset share
-    max_new_tokens and stop rule, so they go out together (in batches of batch_size)."""
+    max_new_tokens and stop rule, so they go out in one call."""
     if not requests:
         return []
-    token_stops = {"stop_token_ids", "min_new_tokens"} <= _generate_accepts(backend)
     first = requests[0]
-    extra = {"stop_token_ids": list(first.stop_token_ids), "min_new_tokens": first.min_new_tokens} \
-        if token_stops and first.stop_token_ids else {}
-    predictions: list[str] = []
-    for batch in _batches(requests, batch_size):
-        outputs = backend.generate([list(r.prompt_ids) for r in batch], first.max_new_tokens,
-                                   list(first.stop) if first.stop else None, **extra)
-        if len(outputs) != len(batch):
-            raise JaxevalError(f"the backend returned {len(outputs)} generations for {len(batch)} prompts")
-        for output in outputs:
-            tokens = getattr(output, "tokens", None)
-            predictions.append(tokenizer.decode(list(tokens), skip_special_tokens=True)
-                               if tokens is not None and len(tokens) else output.text)
-    return predictions
+    options = GenerationOptions(first.max_new_tokens, stop=first.stop, stop_token_ids=first.stop_token_ids,
+                                min_new_tokens=first.min_new_tokens)
+    return [decoded(tokenizer, output) for output in generate(backend, [r.prompt_ids for r in requests], options)]
 
 
 def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, datasets: Sequence[str] | None = None,
@@ -140,9 +109,7 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
         "chat_format": resolved_format,
         "chat_format_requested": chat_format,
         "chat_template_skipped_for": [name for name in chosen if TASKS[name].skip_chat_template],
-        "samsum_stop": ("token ids (EOS, newline) with min_new_tokens=1"
-                        if {"stop_token_ids", "min_new_tokens"} <= _generate_accepts(backend)
-                        else "stop string '\\n' (engine has no token-id stops; no minimum length)"),
+        "samsum_stop": "token ids (EOS, newline) with min_new_tokens=1",
         "truncated": {name: sum(o["truncated"] for o in outputs[name]) for name in chosen},
         "limit": limit,
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from jaxeval.errors import ConfigError
+from jaxeval.generation import cut_middle, encode
 
 CONTEXT_RESERVE = 500  # official budgets are the model window minus this (output + template room)
 
@@ -23,11 +24,6 @@ class TruncatedPrompt:
     text: str
     raw_tokens: int  # tokens of the untruncated prompt, special tokens included
     truncated: bool
-
-
-def encode(tokenizer, text: str, add_special_tokens: bool = True) -> list[int]:
-    """Token ids of `text`, never truncated by the tokenizer itself."""
-    return list(tokenizer(text, add_special_tokens=add_special_tokens, truncation=False)["input_ids"])
 
 
 def truncate_middle(prompt: str, tokenizer, max_length: int,
@@ -42,9 +38,8 @@ def truncate_middle(prompt: str, tokenizer, max_length: int,
     if len(ids) <= max_length:
         return TruncatedPrompt(prompt, raw_tokens=len(ids), truncated=False)
     half = int(max_length / 2)
-    text = (tokenizer.decode(ids[:half], skip_special_tokens=True)
-            + tokenizer.decode(ids[-half:], skip_special_tokens=True))
-    return TruncatedPrompt(text, raw_tokens=len(ids), truncated=True)
+    return TruncatedPrompt(cut_middle(tokenizer, ids, half, half, decode_apart=True), raw_tokens=len(ids),
+                           truncated=True)
 
 
 def prompt_budget(model_window: int) -> int:

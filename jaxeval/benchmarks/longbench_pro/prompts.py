@@ -17,10 +17,10 @@ from __future__ import annotations
 import dataclasses
 
 from jaxeval.benchmarks.longbench.prompts import resolve_chat_format
-from jaxeval.benchmarks.longbench.truncation import encode
 from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord
 from jaxeval.benchmarks.longbench_pro.tasks import MODEL_TYPES, MODES
 from jaxeval.errors import ConfigError, InputTooLongError
+from jaxeval.generation import chat_prompt_ids, cut_middle, encode, user_turn
 
 CHAT_FORMATS = ("auto", "model", "none")
 JOIN = "\n\n\n\n"
@@ -54,8 +54,7 @@ def middle_truncate(text: str, tokenizer, limit: int) -> tuple[str, int, bool]:
     ids = encode(tokenizer, text, add_special_tokens=False)
     if len(ids) <= limit:
         return text, len(ids), False
-    kept = ids[:limit // 2] + ids[-(limit - limit // 2):]
-    return tokenizer.decode(kept, skip_special_tokens=True), len(ids), True
+    return cut_middle(tokenizer, ids, limit // 2, limit - limit // 2, decode_apart=False), len(ids), True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,9 +88,7 @@ def chat_ids(message: str, tokenizer, chat_format: str, reasoning: bool | None) 
     if chat_format == "none":
         return encode(tokenizer, message, add_special_tokens=True)
     kwargs = {} if reasoning is None else {"enable_thinking": reasoning}
-    text = tokenizer.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
-                                         add_generation_prompt=True, **kwargs)
-    return encode(tokenizer, text, add_special_tokens=False)
+    return chat_prompt_ids(tokenizer, user_turn(message), **kwargs)
 
 
 def build_prompt(record: LongBenchProRecord, settings: PromptSettings, model_tokenizer, truncation_tokenizer,

@@ -1,8 +1,6 @@
 """run_longbench_pro: load, prompt, generate every sample `runs` times, score, summarise.
 
-The backend is anything with .tokenizer, .config.max_position_embeddings and
-    generate(prompts: list[list[int]], max_new_tokens, stop=None, temperature, top_p, seed)
-        -> objects with .text (decoded, special tokens skipped) and .finish_reason
+The backend is a jaxeval.engine.backend.GenerateBackend with .config.max_position_embeddings
 (jaxeval.api.Model). Each (record, run) is one sample, journaled under
 "longbench_pro/{mode}/{record id}/{run}" when a journal is given; a journaled sample is not
 generated again. Scoring runs after generation, so a journal survives a scoring change.
@@ -23,7 +21,8 @@ from jaxeval.benchmarks.longbench_pro.prompts import (
 from jaxeval.benchmarks.longbench_pro.scoring import score_row, summarize_rows
 from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
 from jaxeval.benchmarks.longbench_pro.tasks import RUNS_PER_SAMPLE, SHIPPED_SAMPLE, max_new_tokens_for
-from jaxeval.errors import ConfigError, JaxevalError
+from jaxeval.errors import ConfigError
+from jaxeval.generation import GenerationOptions, decoded, generate, require_tokenizer
 
 OFFICIAL_TRUNCATION_TOKENIZER = "Qwen/Qwen2.5-7B-Instruct"  # any Qwen2.5 tokenizer.json is the same
 
@@ -102,9 +101,7 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
     """Generate and score LongBench Pro; returns summary, extra, samples, prompting, deviations."""
     from jaxeval.results.resumable import map_journaled
 
-    tokenizer = backend.tokenizer
-    if tokenizer is None:
-        raise JaxevalError("the model has no tokenizer; LongBench Pro needs one")
+    tokenizer = require_tokenizer(backend, "LongBench Pro")
     if not isinstance(runs, int) or runs < 1:
         raise ConfigError(f"runs must be a positive integer, got {runs!r}")
     window = backend.config.max_position_embeddings
@@ -134,14 +131,12 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
         for run in sorted({pairs[i][1] for i in indices}):
             group = [i for i in indices if pairs[i][1] == run]
             prompts = [build_prompt(pairs[i][0], settings, tokenizer, cut_tokenizer, window) for i in group]
-            generations = backend.generate([list(p.ids) for p in prompts], budget, stop=None,
-                                           temperature=sampling.temperature, top_p=sampling.top_p,
-                                           seed=seed + run - 1)
-            if len(generations) != len(group):
-                raise JaxevalError(f"the backend returned {len(generations)} generations for {len(group)} prompts")
+            options = GenerationOptions(budget, temperature=sampling.temperature, top_p=sampling.top_p,
+                                        seed=seed + run - 1)
+            generations = generate(backend, [p.ids for p in prompts], options)
             for i, prompt, generation in zip(group, prompts, generations):
                 record, _ = pairs[i]
-                prediction, reasoning_text = split_reasoning(generation.text, reasoning)
+                prediction, reasoning_text = split_reasoning(decoded(tokenizer, generation), reasoning)
                 out[i] = {"key": keys[i], "id": record.id, "bon_idx": run, **record.labels(),
                           "answer": list(record.answer), "prediction": prediction,
                           "reasoning_content": reasoning_text, "prompt_tokens": len(prompt.ids),

@@ -52,7 +52,8 @@ class FakeModel:
         self.calls: list[dict] = []
         self.path = "fake"
 
-    def generate(self, prompts, max_new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=0):
+    def generate(self, prompts, max_new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=0, *,
+                 stop_token_ids=None, min_new_tokens=0, batch_size=8):  # the GenerateBackend contract
         self.calls.append({"n": len(prompts), "max_new_tokens": max_new_tokens, "stop": stop,
                            "temperature": temperature, "prompts": prompts})
         ids = self.tokenizer(self.reply, add_special_tokens=False)["input_ids"]

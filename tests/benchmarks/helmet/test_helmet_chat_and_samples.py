@@ -38,11 +38,9 @@ def test_a_base_model_is_refused_before_any_compute_unless_chat_templates_are_of
 
 
 def test_chat_templates_off_prompt_every_dataset_as_a_completion(tokenizer):
-    from jaxeval.benchmarks.helmet import cli
+    from jaxeval.benchmarks.helmet.benchmark import HelmetSettings, helmet_task_units
 
-    args = cli.argparse.Namespace(helmet_data=None, helmet_categories="longqa", helmet_lengths=None,
-                                  helmet_no_chat_template=True)
-    units, _ = cli._units(args, agenticlu=False)
+    units, _ = helmet_task_units(HelmetSettings(categories="longqa", no_chat_template=True), agenticlu=False)
     assert units and not any(unit.use_chat_template for unit in units)
     result = run_helmet(FakeModel(tokenizer, " x"), units, SAMPLE, limit=1)
     assert summarize("helmet", result)["chat_template"] == "completion"

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 from helmet_helpers import SAMPLE, FakeModel
 
-from jaxeval.benchmarks.helmet import cli
+from jaxeval.benchmarks.helmet.benchmark import BENCHMARK, HelmetSettings
 from jaxeval.benchmarks.helmet.runner import run_helmet
 from jaxeval.benchmarks.helmet.summary import describe, summarize
 from jaxeval.benchmarks.helmet.tasks import helmet_units
@@ -18,25 +17,16 @@ from jaxeval.errors import ConfigError
 from jaxeval.results.schema import add_task, empty_results
 
 
-def run_args(**overrides) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    cli.add_run_arguments(parser)
-    args = parser.parse_args([])
-    for key, value in overrides.items():
-        setattr(args, key, value)
-    return args
-
-
 def test_registered():
-    assert {"helmet", "helmet_agenticlu"} <= set(run_tasks()) and "helmet" in scorers()
+    assert run_tasks()["helmet"] is run_tasks()["helmet_agenticlu"] is BENCHMARK and scorers()["helmet"] is BENCHMARK
     assert describe()["helmet"]["lengths"] == ["8k", "16k", "32k", "64k", "128k"]
 
 
 def test_validate_lists_sample_units():
-    lines = cli.validate("helmet", run_args())
+    lines = BENCHMARK.validate("helmet", HelmetSettings())
     assert lines[0] == "ruler_niah_mk_2 8k: 4 samples" and len(lines) == 11
     with pytest.raises(ConfigError, match="only the rag and longqa"):
-        cli.validate("helmet_agenticlu", run_args(helmet_categories="recall"))
+        BENCHMARK.validate("helmet_agenticlu", HelmetSettings(categories="recall"))
 
 
 def test_summary_fits_the_results_schema(tokenizer):

@@ -45,15 +45,8 @@ class EchoBackend:
         if max_position_embeddings is not None:
             self.config = type("Config", (), {"max_position_embeddings": max_position_embeddings})()
 
-    def generate(self, prompts, max_new_tokens, stop):
-        self.calls.append({"prompts": prompts, "max_new_tokens": max_new_tokens, "stop": stop})
-        return [Generation(self.answer, list(self.tokens)) for _ in prompts]
-
-
-class TokenStopBackend(EchoBackend):
-    """An engine that also takes token-id stops and a minimum length."""
-
-    def generate(self, prompts, max_new_tokens, stop, stop_token_ids=None, min_new_tokens=0):
+    def generate(self, prompts, max_new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=0, *,
+                 stop_token_ids=None, min_new_tokens=0, batch_size=8):  # the GenerateBackend contract
         self.calls.append({"prompts": prompts, "max_new_tokens": max_new_tokens, "stop": stop,
                            "stop_token_ids": stop_token_ids, "min_new_tokens": min_new_tokens})
         return [Generation(self.answer, list(self.tokens)) for _ in prompts]
@@ -65,7 +58,8 @@ class GoldBackend:
     def __init__(self, tokenizer, answers_by_prompt: dict[tuple[int, ...], str]):
         self.tokenizer, self.answers = tokenizer, answers_by_prompt
 
-    def generate(self, prompts, max_new_tokens, stop):
+    def generate(self, prompts, max_new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=0, *,
+                 stop_token_ids=None, min_new_tokens=0, batch_size=8):
         out = []
         for prompt in prompts:
             text = self.answers[tuple(prompt)]

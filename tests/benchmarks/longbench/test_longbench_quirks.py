@@ -26,7 +26,7 @@ from jaxeval.errors import ConfigError, DataError
 from jaxeval.metrics.edit_similarity import fuzz_ratio
 from jaxeval.metrics.rouge_pltrdy import lcs_walk, rouge_l_summary_f, rouge_sentences
 from jaxeval.metrics.token_f1 import normalize_token_zh
-from longbench_helpers import EchoBackend, TokenStopBackend
+from longbench_helpers import EchoBackend
 
 
 def lb_record(dataset: str, context: str, input_: str = "", answers=("x",), config=None) -> LongBenchRecord:
@@ -287,14 +287,14 @@ def test_quirk_16_chat_template_skipped_for_continuation_sets(tokenizer):
 def test_quirk_17_samsum_newline_stop(tokenizer):
     samsum = build_request(lb_record("samsum", "Dialogue: a\nSummary: b"), tokenizer, 500, "model", "longbench")
     newline = tokenizer.encode("\n", add_special_tokens=False)[-1]
-    assert samsum.stop == ("\n",) and samsum.min_new_tokens == 1
+    assert samsum.stop is None and samsum.min_new_tokens == 1  # the token rule only, as pred.py
     assert samsum.stop_token_ids == (tokenizer.eos_token_id, newline)
     other = build_request(lb_record("triviaqa", "Passage: a"), tokenizer, 500, "model", "longbench")
     assert other.stop is None and other.stop_token_ids is None and other.min_new_tokens == 0
-    backend = TokenStopBackend(tokenizer, "A and B talk.")
+    backend = EchoBackend(tokenizer, "A and B talk.")
     generate_predictions(backend, tokenizer, [samsum])
     assert backend.calls[0]["stop_token_ids"] == [tokenizer.eos_token_id, newline]
-    assert backend.calls[0]["min_new_tokens"] == 1 and backend.calls[0]["stop"] == ["\n"]
+    assert backend.calls[0]["min_new_tokens"] == 1 and backend.calls[0]["stop"] is None
     assert backend.calls[0]["max_new_tokens"] == 128
 
 

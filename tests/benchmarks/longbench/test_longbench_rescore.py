@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from jaxeval.benchmarks.longbench import rescore_predictions, ScoringOptions
-from jaxeval.benchmarks.longbench.cli import add_score_arguments, cmd_score as cmd_score_longbench
+from jaxeval.benchmarks.longbench.benchmark import BENCHMARK as LONGBENCH
 from jaxeval.benchmarks.longbench.results import category_scores
 from jaxeval.benchmarks.longbench.tasks import DATASETS, reference_scores
 from jaxeval.errors import DataError
@@ -95,15 +95,15 @@ def test_prediction_file_problems(tmp_path):
 
 def test_cli_pieces(tmp_path, capsys):
     parser = argparse.ArgumentParser()
-    add_score_arguments(parser)
+    LONGBENCH.add_score_arguments(parser)
     args = parser.parse_args(["--predictions", str(OFFICIAL / "pred_e"), "--e", "--output_path", str(tmp_path)])
-    assert cmd_score_longbench(args) == 0
+    assert LONGBENCH.rescore(args) == 0
     out = capsys.readouterr().out
     assert "passage_count" in out and "NaN" in out and f"identical to {OFFICIAL / 'pred_e' / 'result.json'}" in out
     assert (tmp_path / "result.json").is_file() and (tmp_path / "results_longbench_e.json").is_file()
     args = parser.parse_args(["--predictions", str(OFFICIAL / "pred"), "--output_path", str(tmp_path / "v1"),
                               "--code_sim_backend", "difflib", "--rouge_recursion", "python3.8-3.10"])
-    assert cmd_score_longbench(args) == 0
+    assert LONGBENCH.rescore(args) == 0
     assert "differs from" in capsys.readouterr().out
     for name in ("python3.11", "python3.12+", "python3.8-3.10", "none", "python3.11+"):  # last: the old name
         assert parser.parse_args(["--predictions", "p", "--rouge_recursion", name]).rouge_recursion == name

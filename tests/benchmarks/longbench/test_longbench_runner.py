@@ -13,7 +13,7 @@ from jaxeval.benchmarks.longbench.prompts import apply_chat_format, build_prompt
 from jaxeval.benchmarks.longbench.requests import build_request
 from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, SHIPPED_SAMPLE, TASKS, config_name
 from jaxeval.errors import ConfigError
-from longbench_helpers import EchoBackend, GoldBackend, TokenStopBackend
+from longbench_helpers import EchoBackend, GoldBackend
 
 
 def test_echo_backend_over_the_whole_sample(tokenizer):
@@ -22,11 +22,12 @@ def test_echo_backend_over_the_whole_sample(tokenizer):
     assert list(result["scores"]) == list(DATASETS)
     assert result["prompting"]["max_length"] == 1548 and result["prompting"]["chat_format"] == "model"
     assert [call["max_new_tokens"] for call in backend.calls] == [TASKS[name].max_new_tokens for name in DATASETS]
-    assert [call["stop"] for call in backend.calls] == [["\n"] if name == "samsum" else None for name in DATASETS]
+    assert [call["stop"] for call in backend.calls] == [None] * len(DATASETS)
+    assert [call["min_new_tokens"] for call in backend.calls] == [int(name == "samsum") for name in DATASETS]
     assert result["categories"]["en"]["Avg"] is not None and result["categories"]["zh"]["Avg"] is not None
     first = result["outputs"]["narrativeqa"][0]
     assert first["key"][:3] == ["longbench", "narrativeqa", "test"] and first["pred"] == "Paragraph 2"
-    assert "stop string" in result["prompting"]["samsum_stop"]
+    assert result["prompting"]["samsum_stop"].startswith("token ids")
 
 
 def test_gold_backend_scores_full_marks_where_answers_are_exact(tokenizer):
@@ -42,7 +43,7 @@ def test_gold_backend_scores_full_marks_where_answers_are_exact(tokenizer):
 
 
 def test_longbench_e_with_limit_and_prediction_files(tokenizer, tmp_path):
-    backend = TokenStopBackend(tokenizer, "\n1995\nmore", extra_tokens=[tokenizer.eos_token_id])
+    backend = EchoBackend(tokenizer, "\n1995\nmore", extra_tokens=[tokenizer.eos_token_id])
     result = run_longbench(backend, tokenizer, SHIPPED_SAMPLE, datasets=["triviaqa", "samsum"], e=True, limit=2,
                            max_length=400, predictions_dir=tmp_path)
     assert result["benchmark"] == "longbench_e" and set(result["scores"]) == {"triviaqa", "samsum"}

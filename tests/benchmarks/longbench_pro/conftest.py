@@ -35,7 +35,8 @@ class ScriptedBackend:
         self.path = str(TINY_MODEL)
         self.calls: list[dict] = []
 
-    def generate(self, prompts, max_new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=0):
+    def generate(self, prompts, max_new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=0, *,
+                 stop_token_ids=None, min_new_tokens=0, batch_size=8):  # the GenerateBackend contract
         self.calls.append({"n": len(prompts), "max_new_tokens": max_new_tokens, "temperature": temperature,
                            "seed": seed})
         return [FakeGeneration(self.reply(tuple(p), seed)) for p in prompts]

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-from argparse import Namespace
-
 import pytest
 
-from jaxeval.benchmarks.longbench_pro import cli as lbp_cli
+from jaxeval.benchmarks.longbench_pro.benchmark import BENCHMARK, LongBenchProSettings
 from jaxeval.benchmarks.registry import run_tasks, scorers
 from jaxeval.cli import main
 
 
 def test_registered_with_its_hooks():
-    assert run_tasks()["longbench_pro"] is lbp_cli.run_task
-    assert scorers()["longbench_pro"] is lbp_cli
-    assert "T8.3 Long-Context Procedural State Tracking" in lbp_cli.describe()["longbench_pro"]["configs"]
-    assert lbp_cli.validate("longbench_pro", Namespace(longbench_pro_data=None))[0].startswith("longbench_pro: 33")
+    assert run_tasks()["longbench_pro"] is BENCHMARK and scorers()["longbench_pro"] is BENCHMARK
+    assert "T8.3 Long-Context Procedural State Tracking" in BENCHMARK.describe()["longbench_pro"]["configs"]
+    assert BENCHMARK.validate("longbench_pro", LongBenchProSettings())[0].startswith("longbench_pro: 33")
 
 
 @pytest.mark.slow

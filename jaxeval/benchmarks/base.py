@@ -1,0 +1,124 @@
+"""The Benchmark base: everything the CLI, the run flow, `jaxeval score` and `jaxeval report`
+know about a benchmark comes from its Benchmark object (jaxeval/benchmarks/registry.py lists them).
+
+A benchmark package defines one subclass and one instance:
+
+    class LongBench(Benchmark):
+        name = "longbench"                    # flag prefix (--longbench_<field>), `score --benchmark` name
+        tasks = ("longbench", "longbench_e")  # what `--tasks` may name
+        Settings = LongBenchSettings          # frozen dataclass of jaxeval.benchmarks.settings.setting fields
+
+        def run(self, ctx, settings): ...     # -> (result section, printed table)
+
+A runner gets a RunContext (model, journal, the shared run settings) and its own Settings, never
+the command line. Journal: ctx.journal is None or has get(key) -> dict | None and put(key, record)
+(jaxeval/results/journal.py); jaxeval.results.resumable.map_journaled is the loop that resumes,
+shares work between hosts and shows progress. A `sample_log` list in the result (dicts with a
+"key") goes to the --log_samples JSONL, not the results file. The run's config hash covers the
+shared settings and the hashed Settings of the benchmarks whose tasks run, nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Callable
+
+from jaxeval.benchmarks import settings as settings_fields
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeCalls:
+    """The shared judge flags (--judge_timeout, --judge_retries, --judge_max_failures)."""
+
+    timeout: float = 60.0
+    retries: int = 3
+    max_failures: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """What a runner may use besides its own settings."""
+
+    task: str
+    model: object  # jaxeval.api.Model: .tokenizer, .config, .path, read() / generate()
+    journal: object | None = None
+    limit: int | None = None  # first N items per config and length
+    batch_size: int = 8
+    seed: int = 0
+    model_path: str = ""  # as the user gave it (for messages)
+    output_folder: str = "results"
+    judge: JudgeCalls = JudgeCalls()
+
+
+class Benchmark:
+    """Override `run`; the other hooks have defaults a minimal benchmark can keep."""
+
+    name: str = ""
+    tasks: tuple[str, ...] = ()
+    Settings: type = None  # a frozen dataclass (jaxeval.benchmarks.settings)
+    version: str = "1"  # of jaxeval's implementation; bump when a number it reports changes
+    aliases: dict[str, str] = {}  # deprecated flag (without dashes) -> setting field
+
+    # -- flags ----------------------------------------------------------------------------------
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        settings_fields.add_arguments(parser, self.name, self.Settings, self.aliases, self.name)
+
+    def settings(self, args) -> object:
+        """This benchmark's Settings from a parsed `jaxeval run` namespace."""
+        return settings_fields.from_args(self.name, self.Settings, args)
+
+    def hashed_settings(self, settings) -> dict:
+        """{flag: value} of the settings that can change a number: they name the run."""
+        return settings_fields.flag_values(self.name, settings, hashed_only=True)
+
+    def recorded_settings(self, settings) -> dict:
+        return settings_fields.flag_values(self.name, settings)
+
+    # -- before the model loads ----------------------------------------------------------------
+    def describe(self) -> dict[str, dict]:
+        """`jaxeval ls`: task -> {"about": str, "configs": [...], "lengths": [...]}."""
+        return {task: {} for task in self.tasks}
+
+    def check(self, task: str, settings, ctx: RunContext) -> None:
+        """Raise a JaxevalError for any setting the run would reject (`run` and `validate`)."""
+
+    def output_files(self, task: str, settings) -> list[str]:
+        """Files the task writes besides the run's own (checked writable before the model loads)."""
+        return []
+
+    def check_chat_template(self, task: str, settings, has_template: bool, model_path: str) -> None:
+        """Raise when the task needs the model's chat template and it has none (after the model
+        loads, before any compute; `validate` calls it from the model folder's files)."""
+
+    def validate(self, task: str, settings) -> list[str]:
+        """`jaxeval validate`: load and check the task's data, one line per check."""
+        return [f"{task}: no data check; its data is checked when it runs"]
+
+    # -- the run ---------------------------------------------------------------------------------
+    def run(self, ctx: RunContext, settings) -> tuple[dict, str]:
+        """Run ctx.task -> (result section, table printed after it)."""
+        raise NotImplementedError(f"{type(self).__name__}.run")
+
+    def summarize(self, task: str, result: dict) -> dict | None:
+        """The results-JSON sections of a result (docs/results_schema.md); None: details only."""
+        return None
+
+    # -- after the run -------------------------------------------------------------------------
+    def report_view(self, task: str) -> Callable | None:
+        """A function [(run label, section)] -> jaxeval.results.report_data.BenchmarkView for
+        `jaxeval report`, or None (the report's generic view, from the summary)."""
+        return None
+
+    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Flags of `jaxeval score --benchmark NAME` (only when rescore is overridden)."""
+
+    def rescore(self, args: argparse.Namespace) -> int:
+        """`jaxeval score --benchmark NAME`: re-score saved predictions, no model; exit status."""
+        raise NotImplementedError(f"{self.name} has no `jaxeval score`")
+
+    def can_rescore(self) -> bool:
+        return type(self).rescore is not Benchmark.rescore
+
+    def add_commands(self, subparsers, model_options: Callable, load_model: Callable) -> None:
+        """Subcommands of its own (`jaxeval agent-bench`)."""

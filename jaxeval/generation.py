@@ -1,0 +1,104 @@
+"""The one generation path of the benchmarks and the local judge: tokenizer checks, chat
+templates, middle cuts, batched calls of a GenerateBackend (jaxeval.engine.backend) and the
+checks on what comes back.
+
+Each benchmark keeps its official quirks in its own module (which tokens a cut keeps, whether
+halves are decoded apart, which datasets skip the template); the operations themselves live
+here once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+from jaxeval.errors import ConfigError, JaxevalError
+
+
+def require_tokenizer(backend, needed_by: str):
+    """The backend's tokenizer; a ConfigError naming the model when it has none."""
+    tokenizer = getattr(backend, "tokenizer", None)
+    if tokenizer is None:
+        raise ConfigError(f"{getattr(backend, 'path', 'the model')}: the model folder has no tokenizer; "
+                          f"{needed_by} needs one")
+    return tokenizer
+
+
+def encode(tokenizer, text: str, add_special_tokens: bool = True) -> list[int]:
+    """Token ids of `text`, never truncated by the tokenizer itself."""
+    return list(tokenizer(text, add_special_tokens=add_special_tokens, truncation=False)["input_ids"])
+
+
+def has_chat_template(tokenizer) -> bool:
+    return tokenizer is not None and bool(getattr(tokenizer, "chat_template", None))
+
+
+def chat_text(tokenizer, messages: list[dict], **template_args) -> str:
+    """The messages rendered by the tokenizer's chat template, with the assistant turn opened.
+    template_args go to the template (enable_thinking=...)."""
+    if tokenizer is None:
+        raise ConfigError("this model has no tokenizer, so chat messages cannot be turned into tokens")
+    if not has_chat_template(tokenizer):
+        raise ConfigError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has no chat template "
+                          "(tokenizer_config.json 'chat_template' or chat_template.jinja)")
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **template_args)
+
+
+def chat_prompt_ids(tokenizer, messages: list[dict], **template_args) -> list[int]:
+    """chat_text tokenized; the template writes any BOS itself, so no special tokens are added."""
+    return encode(tokenizer, chat_text(tokenizer, messages, **template_args), add_special_tokens=False)
+
+
+def user_turn(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def cut_middle(tokenizer, ids: Sequence[int], head: int, tail: int, decode_apart: bool) -> str:
+    """The text of ids[:head] and ids[-tail:] with the middle left out, special tokens skipped:
+    the halves decoded apart and joined (LongBench's pred.py) or decoded together (LongBench Pro)."""
+    first, last = list(ids[:head]), list(ids[len(ids) - tail:])
+    if decode_apart:
+        return tokenizer.decode(first, skip_special_tokens=True) + tokenizer.decode(last, skip_special_tokens=True)
+    return tokenizer.decode(first + last, skip_special_tokens=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationOptions:
+    """What one generate call asks for (the GenerateBackend contract)."""
+
+    max_new_tokens: int
+    stop: tuple[str, ...] | None = None
+    stop_token_ids: tuple[int, ...] | None = None
+    min_new_tokens: int = 0
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+
+
+def generate(backend, prompts: Sequence[Sequence[int]], options: GenerationOptions, *, batch_size: int = 8,
+             what: str = "the backend") -> list:
+    """One generation per prompt, in order, from backend.generate (batch_size prompts per engine
+    batch); an answer of another length is a JaxevalError naming `what`."""
+    if not prompts:
+        return []
+    outputs = backend.generate([list(p) for p in prompts], options.max_new_tokens,
+                               list(options.stop) if options.stop else None, options.temperature, options.top_p,
+                               options.seed, stop_token_ids=list(options.stop_token_ids or ()) or None,
+                               min_new_tokens=options.min_new_tokens, batch_size=batch_size)
+    if len(outputs) != len(prompts):
+        raise JaxevalError(f"{what} returned {len(outputs)} generations for {len(prompts)} prompts")
+    return list(outputs)
+
+
+def decoded(tokenizer, output) -> str:
+    """A generation's new tokens decoded with special tokens skipped, nothing stripped (the
+    official harnesses' rule); its .text when it carries no tokens."""
+    tokens = getattr(output, "tokens", None)
+    if tokens is not None and len(tokens):
+        return tokenizer.decode(list(tokens), skip_special_tokens=True)
+    return output.text
+
+
+def token_count(output) -> int:
+    tokens = getattr(output, "tokens", None)
+    return 0 if tokens is None else len(tokens)
