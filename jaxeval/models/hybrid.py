@@ -202,8 +202,8 @@ def decode_row(params, c: ModelConfig, cache_k, cache_v, states: gd.GDNState, to
             if kind == FULL:
                 lp, i = _at(full_p, fi), group * g.full_per_group + fi
                 q, k, v = attention_inputs(lp, c, x, positions, (inv_freq[fi], scale[fi]))  # [1, 1, H or KV, hd]
-                cache_k = jax.lax.dynamic_update_slice(cache_k, k[0].astype(cache_k.dtype), (i, position, 0, 0))
-                cache_v = jax.lax.dynamic_update_slice(cache_v, v[0].astype(cache_v.dtype), (i, position, 0, 0))
+                cache_k = jax.lax.dynamic_update_slice(cache_k, k.astype(cache_k.dtype), (i, position, 0, 0))
+                cache_v = jax.lax.dynamic_update_slice(cache_v, v.astype(cache_v.dtype), (i, position, 0, 0))
                 attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, jnp.int32(0), c.attention_scale)
                 x = layer_output(lp, c, x, attn[None, None] * _output_gate(lp, c, x).astype(attn.dtype))
                 fi += 1
