@@ -91,6 +91,7 @@ def open_journal(args, model, tasks: list[str], hash_: str, name: str, shard: tu
 
     # one journal file per process: nothing ever appends to a shared file
     identity = {"model": identity_parts(model), "config_hash": hash_, "tasks": tasks, "process": list(shard)}
+    _continue_old_journal(args, model, tasks, hash_, journal_path(args, name, shard), identity, shard)
     journal = Journal(journal_path(args, name, shard), identity, recover=args.journal_mode == "recover",
                       shard=shard if split_between_hosts(args.host_split, model) else (0, 1))
     for note in journal.notes:
@@ -98,6 +99,21 @@ def open_journal(args, model, tasks: list[str], hash_: str, name: str, shard: tu
     if journal.resumed:
         print(f"resuming from {journal.path}: {journal.resumed} samples already done", file=sys.stderr)
     return journal
+
+
+def _continue_old_journal(args, model, tasks: list[str], hash_: str, path: str, identity: dict,
+                          shard: tuple[int, int]) -> None:
+    """A journal this run left under the previous run-name layout continues under the new name."""
+    from jaxeval.results.legacy_journal import continue_old_journal, old_config_hash
+    from jaxeval.results.runconfig import journal_path, run_name
+
+    old_hash = old_config_hash(args, tasks)
+    if old_hash is None or old_hash == hash_:
+        return
+    old_path = journal_path(args, run_name(args.model, tasks, old_hash, model.fingerprint), shard)
+    note = continue_old_journal(old_path, dict(identity, config_hash=old_hash), path, identity)
+    if note:
+        print(note, file=sys.stderr)
 
 
 def _lock_run(args, stem: str, shard: tuple[int, int]):
