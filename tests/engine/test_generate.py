@@ -227,6 +227,9 @@ def test_decode_step_never_copies_the_cache(small):
     ([[1, 2]], {"max_new_tokens": 0}, "max_new_tokens must be a positive integer"),
     ([[1, 2]], {"batch_size": 0}, "batch_size must be a positive integer"),
     ([[1, 2]], {"seed": -1}, r"seed must be an integer in \[0, 2\*\*32\)"),
+    ([[1, 2]], {"stop_token_ids": [97]}, r"stop_token_ids must be token ids in \[0, "),
+    ([[1, 2]], {"stop_token_ids": ["\n"]}, "stop_token_ids must be token ids"),
+    ([[1, 2]], {"min_new_tokens": 5}, r"min_new_tokens must be an integer in \[0, max_new_tokens=4\]"),
 ])
 def test_bad_requests_name_the_problem(small, prompts, kwargs, message):
     config, params = small
