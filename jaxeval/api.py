@@ -27,7 +27,8 @@ from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.mesh import make_mesh
-from jaxeval.models.mesh import make_mesh
+from jaxeval.models.gguf_quantized import LABEL as GGUF_BLOCKS, excluded, quantized_gguf_params
+from jaxeval.models.quant import DEFAULT_GROUP, check_quantize, quantize_params
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -46,6 +47,7 @@ class Model:
     prefill_chunk: int = 2048
     mesh: object | None = None  # jax.sharding.Mesh the weights are sharded over (None: one device)
     config_overrides: dict = dataclasses.field(default_factory=dict)  # config.json fields replaced at load
+    quantization: str | None = None  # "int8", "int4-g128", "fp8": weights quantized at load (jaxeval.models.quant)
     generation_eos_ids: tuple[int, ...] = ()  # generation_config.json's eos_token_id (one id or a list)
 
     def __post_init__(self):
@@ -121,7 +123,9 @@ def default_dtype() -> str:
 
 
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
-               prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True, **config_overrides) -> Model:
+               prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True,
+               quantize: str | None = None, quant_group: int = DEFAULT_GROUP, dequantize: bool = False,
+               **config_overrides) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
 
     config_overrides replace config.json fields, as model cards enable long context, e.g.
@@ -130,6 +134,12 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
 
     mesh: None (one device), a spec such as "data=2,tensor=2,context=2" or "auto", or a
     jax.sharding.Mesh with axes ("data", "fsdp", "tensor", "context"); see jaxeval.models.mesh.
+    quantize: "int8" (per channel), "int4" (symmetric, quant_group rows per scale) or "fp8" (e4m3 per
+    channel): every matmul weight is rounded to it at load and held so on the device, rebuilt inside
+    the jitted matmuls (jaxeval.models.quant); the embedding and the norms stay in dtype.
+    A GGUF checkpoint's block-quantized matmul weights stay in their codes on the device the same
+    way (jaxeval.models.gguf_quantized; quantization "gguf-blocks"), unless dequantize=True, on a
+    mesh, or with quantize, when every tensor is dequantized at load as transformers does.
     lm_head=False: a trunk-only checkpoint (a sentence-embedding model): no LM head is read and the
     embedding stands in for it, so only final_states() means anything.
     The weights are read straight into their shardings (jaxeval.models.sharding), each process
@@ -140,6 +150,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         raise ConfigError(f"dtype={dtype!r} is not supported (choose auto, {', '.join(DTYPES)})")
     if attention not in BACKENDS:
         raise ConfigError(f"attention={attention!r} is not supported (choose {', '.join(BACKENDS)})")
+    quantization = check_quantize(quantize, quant_group, mesh)
     enable_compile_cache()  # before anything compiles (jaxeval/engine/compile_cache.py; JAXEVAL_COMPILE_CACHE=off)
     initialize_distributed()
     if dtype == "auto":  # after joining a multi-process run: asking for the platform touches devices
@@ -159,19 +170,30 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         check_mesh_fits(config, mesh, prefill_chunk)
         targets = param_shardings(param_shapes(config), mesh)
     np_dtype = np.dtype(jnp.dtype(DTYPES[dtype]))
+    blocks = {}  # a GGUF's matmul weights kept in their block codes
     if is_jaxeval_checkpoint(folder):
         params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=targets)
     elif targets is None:
-        params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype, tensors=source))
+        if source is not None and not dequantize and not quantization:
+            blocks = jax.tree.map(jnp.asarray, quantized_gguf_params(source, config))
+        params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype, tensors=source,
+                                                          exclude=frozenset(excluded(blocks) if blocks else ())))
     else:
         params = load_hf_params(folder, config, np_dtype, shardings=targets, tensors=source)
+    if quantization:
+        params = jax.tree.map(jnp.asarray, quantize_params(params, quantize, quant_group))
+    elif blocks and excluded(blocks):
+        params["layers"].update(blocks["layers"])
+        params.update({"lm_head": blocks["lm_head"]} if "lm_head" in blocks else {})
+        quantization = GGUF_BLOCKS
     module = build_module(config, params, dtype)
     tokenizer = None
     if load_tokenizer:
         tokenizer = load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder)
     return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
-                 fingerprint=fingerprint(folder, dtype, gguf), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
-                 config_overrides=config_overrides, generation_eos_ids=generation_eos_ids(folder))
+                 fingerprint=fingerprint(folder, dtype, gguf, quantization), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
+                 config_overrides=config_overrides, quantization=quantization,
+                 generation_eos_ids=generation_eos_ids(folder))
 
 
 def generation_eos_ids(folder: Path) -> tuple[int, ...]:
@@ -232,15 +254,16 @@ def load_tokenizer_from(folder: Path):
         raise CheckpointError(f"{folder}: tokenizer files present but unreadable ({type(e).__name__}: {e})") from None
 
 
-def fingerprint(folder: Path, dtype: str, gguf: Path | None = None) -> str:
+def fingerprint(folder: Path, dtype: str, gguf: Path | None = None, quantization: str | None = None) -> str:
     """Hash of the config, the weights' content (sampled), the dtype, the tokenizer and the chat
-    template (jaxeval.fingerprint; the journal names the part that differs). A GGUF file holds all
-    of them: its sampled content and the dtype."""
+    template (jaxeval.fingerprint; the journal names the part that differs), and the quantization
+    applied at load, if any. A GGUF file holds all of them: its sampled content and the dtype."""
     from jaxeval.fingerprint import model_fingerprint, sampled_digest
 
     if gguf is not None:
-        return hashlib.sha256(f"gguf:{sampled_digest(gguf)}:{dtype}".encode()).hexdigest()[:16]
-    return model_fingerprint(folder, dtype)
+        label = f"gguf:{sampled_digest(gguf)}:{dtype}" + (f":{quantization}" if quantization else "")
+        return hashlib.sha256(label.encode()).hexdigest()[:16]
+    return model_fingerprint(folder, dtype, quantization)
 
 
 def convert(src: str | Path, dst: str | Path, dtype: str | None = None) -> Path:

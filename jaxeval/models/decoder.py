@@ -18,6 +18,7 @@ from flax import nnx
 from jaxeval.models.attention import get_attention
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import mesh_attention, stripe_order
+from jaxeval.models.quant import dense_weight
 from jaxeval.models.param_layout import param, param_shapes
 from jaxeval.models.rope import RopeTables, apply_rope, rope_tables, rotary_cos_sin
 from jaxeval.models.sharding import constrain
@@ -95,9 +96,9 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
     positions int [T] (absolute); rope: this layer's (inv_freq float32 [R/2], scale float32 scalar).
     """
     h = _norm(c, x, lp["attn_norm"]) if c.pre_norm else x
-    q = jnp.einsum("btd,dhk->bthk", h, lp["wq"])
-    k = jnp.einsum("btd,dhk->bthk", h, lp["wk"])
-    v = jnp.einsum("btd,dhk->bthk", h, lp["wv"])
+    q = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wq"], h.dtype))
+    k = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wk"], h.dtype))
+    v = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wv"], h.dtype))
     if c.qkv_bias:
         q, k, v = q + lp["bq"], k + lp["bk"], v + lp["bv"]
     if c.qk_norm and c.qk_norm_over_heads:
@@ -116,13 +117,13 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
 
 def layer_output(lp, c: ModelConfig, x, attn):
     """The rest of a layer after attention: x [B, T, D], attn [B, T, H, hd] -> x [B, T, D]."""
-    out = jnp.einsum("bthk,hkd->btd", attn, lp["wo"])
+    out = jnp.einsum("bthk,hkd->btd", attn, dense_weight(lp["wo"], attn.dtype))
     if c.sandwich_norm:
         out = _norm(c, out, lp["post_attn_norm"])
     x = x + _scaled(out, c.residual_scale)
     h = _norm(c, x, lp["mlp_norm"]) if c.pre_norm else x
-    mlp = _activation(c, h @ lp["w_gate"]) * (h @ lp["w_up"])
-    out = mlp @ lp["w_down"]
+    mlp = _activation(c, h @ dense_weight(lp["w_gate"], h.dtype)) * (h @ dense_weight(lp["w_up"], h.dtype))
+    out = mlp @ dense_weight(lp["w_down"], mlp.dtype)
     if c.sandwich_norm:
         out = _norm(c, out, lp["post_mlp_norm"])
     return x + _scaled(out, c.residual_scale)
@@ -194,15 +195,15 @@ def final_norm(params, c: ModelConfig, h):
     return _norm(c, h, params["final_norm"])
 
 
-def output_projection(params, c: ModelConfig):
-    """[D, V] weight of the LM head (the embedding, transposed, when tied)."""
-    return params["embed"].T if c.tie_word_embeddings else params["lm_head"]
+def output_projection(params, c: ModelConfig, dtype=None):
+    """[D, V] weight of the LM head (the embedding, transposed, when tied); a quantized head rebuilt in dtype."""
+    return params["embed"].T if c.tie_word_embeddings else dense_weight(params["lm_head"], dtype)
 
 
 def final_logits(params, c: ModelConfig, h):
     """h [..., D] (before the final norm) -> float32 logits [..., V], soft-capped where the family does."""
     h = _norm(c, h, params["final_norm"])
-    logits = jnp.einsum("...d,dv->...v", h, output_projection(params, c), preferred_element_type=jnp.float32)
+    logits = jnp.einsum("...d,dv->...v", h, output_projection(params, c, h.dtype), preferred_element_type=jnp.float32)
     if c.logits_scaling != 1.0:  # Granite divides the logits
         logits = logits / c.logits_scaling
     if c.final_logit_softcap:

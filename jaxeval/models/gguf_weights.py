@@ -7,8 +7,10 @@ name, undoing what llama.cpp's converter did to it:
 - llama (and mistral, which llama.cpp writes as llama): q and k rows permuted for llama.cpp's
   interleaved rope; permuted back to Hugging Face's half-split order.
 - gemma2 / gemma3: RMSNorm weights stored as 1 + w (ggml multiplies by the weight); stored - 1 here.
-The weights are dequantized at load (float32 on the host, then cast to the model dtype), so results
-equal transformers' GGUF loading, which dequantizes the same way.
+By default the matmul weights stay in their block codes on the device (jaxeval.models.gguf_codes,
+jaxeval.models.gguf_quantized), rebuilt inside the jitted matmuls; with dequantize=True every tensor
+is dequantized at load (float32 on the host, then cast to the model dtype), as transformers' GGUF
+loading does. The embedding and the norms are always dequantized at load.
 """
 
 from __future__ import annotations
@@ -127,26 +129,49 @@ class GGUFCheckpoint:
     def __contains__(self, name: str) -> bool:
         return name in self._names
 
+    def _tensor(self, name: str):
+        if name not in self._names:
+            raise CheckpointError(f"{self.folder}: no GGUF tensor for {name!r}")
+        return self.tensors[self._names[name]]
+
+    def _permuted_heads(self, name: str) -> int | None:
+        """The head count of a q/k projection whose rows llama.cpp permuted (None for any other tensor)."""
+        if self.arch not in _PERMUTED_QK or not name.endswith(("q_proj.weight", "k_proj.weight")):
+            return None
+        heads = self.config["num_attention_heads"]
+        return heads if "q_proj" in name else self.config.get("num_key_value_heads", heads)
+
     def get(self, name: str) -> np.ndarray:
         """The HF tensor `name` as float32 numpy, in Hugging Face's layout."""
         import gguf
 
-        if name not in self._names:
-            raise CheckpointError(f"{self.folder}: no GGUF tensor for {name!r}")
-        tensor = self.tensors[self._names[name]]
+        tensor = self._tensor(name)
         shape = tuple(int(d) for d in reversed(tensor.shape))  # ggml lists the fastest dimension first
         try:
             w = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32).reshape(shape)
         except NotImplementedError as e:
             raise CheckpointError(f"{self.folder}: tensor {tensor.name!r} has GGUF type {tensor.tensor_type.name}, "
                                   f"which the gguf package cannot dequantize ({e})") from None
-        if self.arch in _PERMUTED_QK and name.endswith(("q_proj.weight", "k_proj.weight")):
-            heads = self.config["num_attention_heads"] if "q_proj" in name else \
-                self.config.get("num_key_value_heads", self.config["num_attention_heads"])
+        heads = self._permuted_heads(name)
+        if heads:
             w = _unpermute(w, heads)
         if self.arch in _NORM_PLUS_ONE and name.endswith("norm.weight"):
             w = w - np.float32(1)
         return w
+
+    def codes(self, name: str):
+        """The HF tensor `name` as block codes, scales and offsets (jaxeval.models.gguf_codes.Codes) in
+        Hugging Face's [out, in] layout, rows permuted as get() permutes them; None for a float tensor."""
+        from jaxeval.models.gguf_codes import read_codes
+
+        tensor = self._tensor(name)
+        codes = read_codes(tensor, f"{self.folder}: tensor {tensor.name!r}")
+        heads = self._permuted_heads(name)
+        if codes is not None and heads:
+            codes.codes, codes.scale = _unpermute(codes.codes, heads), _unpermute(codes.scale, heads)
+            if codes.offset is not None:
+                codes.offset = _unpermute(codes.offset, heads)
+        return codes
 
 
 def _unpermute(w: np.ndarray, heads: int) -> np.ndarray:

@@ -29,11 +29,13 @@ def _prefix(st: SafetensorsFolder) -> str:
                           f"({', '.join(p or '(none)' for p in _PREFIXES)})")
 
 
-def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None, tensors=None) -> dict:
+def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None, tensors=None,
+                   exclude: frozenset[str] = frozenset()) -> dict:
     """Read a HF safetensors folder into our nested dict of arrays, cast to `dtype`.
 
     tensors: another source of HF-named tensors (`name in tensors`, `tensors.get(name)`, `.folder`),
     e.g. jaxeval.models.gguf_weights.GGUFCheckpoint; default: the folder's safetensors files.
+    exclude: parameter names not to read (lm_head, layer parameters: a caller holds them otherwise).
 
     Without shardings: numpy arrays. With shardings (a nested dict of NamedSharding matching
     param_shapes, e.g. jaxeval.models.sharding.param_shardings): global jax arrays built shard by
@@ -45,6 +47,8 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
         return load_hybrid_params(st, c, dtype)
     prefix = _prefix(st)
     shapes = param_shapes(c)
+    shapes = {name: shape for name, shape in shapes.items() if name not in exclude}
+    shapes["layers"] = {name: shape for name, shape in shapes["layers"].items() if name not in exclude}
 
     def fetch(tensor: str, expected: tuple[int, ...]) -> np.ndarray:
         w = st.get(tensor)

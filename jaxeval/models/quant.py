@@ -1,22 +1,26 @@
 """Weight-only quantized parameters, dequantized inside the jitted matmuls.
 
-A quantized weight is a `Quantized` pytree: the stored codes, their scales (and zero points)
+A quantized weight is a `Quantized` pytree: the stored codes, their scales (zero points, offsets)
 and, as static data, its kind and the shape of its contraction dims. The device holds the codes;
 `dense_weight` rebuilds the weight in the compute dtype where a layer uses it, inside the jitted
 step, so XLA fuses the dequantization into the matmul's operand and no full-precision copy of the
 model is ever resident.
 
-Kinds (the contraction dims `in` are the leading dims of a weight, after any stacked layer axis;
-`out` the rest: wq [D | H, hd], wo [H, hd | D], w_down [F | D], lm_head [D | V]):
-- int8: symmetric, one float32 scale per output channel (scale [1.., *out]); codes int8 in
-  [-127, 127]; w = q * scale.
-- int4: one scale (and, for checkpoints that have them, one zero point) per group of `group`
-  consecutive input rows of the flattened contraction dims; codes 0..15 packed two per uint8
-  (row 2i in the low nibble, 2i+1 in the high one) along the input axis; w = (q - zero) * scale,
-  zero 8 when symmetric (quantize-on-load), the checkpoint's own otherwise (GPTQ, AWQ,
-  compressed-tensors).
-- fp8: float8_e4m3fn codes with a float32 scale per output channel (`block` None) or per
-  [block_in, block_out] tile (DeepSeek-V3 / Qwen3 FP8 checkpoints: 128 x 128); w = q * scale.
+The contraction dims `in` are the leading dims of a weight (after any stacked layer axis), `out`
+the rest: wq [D | H, hd], wo [H, hd | D], w_down [F | D], lm_head [D | V]. Scales, zero points and
+offsets are per group of consecutive rows of the flattened contraction dims and per output
+element: [G, *out] (G = 1: per output channel). With c the integer code of an element:
+
+    w = (c - zero) * scale + offset      (zero: 0 when absent; offset: 0 when absent)
+
+- int8: codes int8 [*in, *out]. Quantize-on-load: symmetric per channel, c in [-127, 127].
+  GGUF Q8_0/Q5_x/Q6_K and the other 5- to 8-bit block formats (jaxeval.models.gguf_codes).
+- int4: codes 0..15 packed two per uint8 along the input rows ([In/2, *out]; row 2i in the low
+  nibble, 2i+1 in the high one), c = nibble - shift (static). Quantize-on-load: symmetric per
+  group of `group` rows, shift 8; GPTQ/AWQ/compressed-tensors: integer zero points; GGUF Q4_0
+  (shift 8), Q4_1 and Q4_K (shift 0, float offsets).
+- fp8: float8_e4m3fn codes, scale per output channel ([1, *out]) or per [block_in, block_out]
+  tile (DeepSeek-V3 / Qwen3 FP8 checkpoints: 128 x 128).
 
 Round-to-nearest quantize-on-load (`quantize`) is for what-if studies: int8 per channel, int4
 symmetric per group (default 128), fp8 per channel. Its error per element is at most half a step:
@@ -33,14 +37,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxeval.errors import ConfigError
+from jaxeval.models.param_layout import LAYERS, TOP
 
 KINDS = ("int8", "int4", "fp8")
 INT8_MAX = 127
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
-INT4_ZERO = 8  # the zero point of symmetric int4 codes (0..15 hold -8..7)
+INT4_ZERO = 8  # the shift of symmetric int4 codes (nibbles 0..15 hold -8..7)
 DEFAULT_GROUP = 128
-# the number of leading (contraction) dims of each quantizable weight, after its layer axis
-CONTRACTION_DIMS = {"wq": 1, "wk": 1, "wv": 1, "wo": 2, "w_gate": 1, "w_up": 1, "w_down": 1, "lm_head": 1}
+
+
+def contraction_dims(name: str) -> int | None:
+    """How many leading dims (after the layer axis) of parameter `name` a matmul contracts; None: not a matmul weight."""
+    p = LAYERS.get(name) or TOP.get(name)
+    return p.inputs if p is not None and p.hf_layout == "linear" else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,15 +62,12 @@ class Quantized:
     kind: str = dataclasses.field(metadata={"static": True})
     in_shape: tuple[int, ...] = dataclasses.field(metadata={"static": True})  # contraction dims of one layer
     block: tuple[int, int] | None = dataclasses.field(default=None, metadata={"static": True})  # fp8 tiles
-
-    @property
-    def nbytes(self) -> int:
-        return sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize
-                   for a in (self.q, self.scale, self.zero) if a is not None)
+    offset: jax.Array | np.ndarray | None = None
+    shift: int = dataclasses.field(default=INT4_ZERO, metadata={"static": True})  # int4 nibble -> code
 
 
-jax.tree_util.register_dataclass(Quantized, data_fields=["q", "scale", "zero"],
-                                 meta_fields=["kind", "in_shape", "block"])
+jax.tree_util.register_dataclass(Quantized, data_fields=["q", "scale", "zero", "offset"],
+                                 meta_fields=["kind", "in_shape", "block", "shift"])
 
 
 def is_quantized(w) -> bool:
@@ -75,23 +81,27 @@ def dense_weight(w, dtype):
     """
     if not isinstance(w, Quantized):
         return w
-    n_in = int(np.prod(w.in_shape))
-    out_shape = tuple(w.q.shape[1:]) if w.kind == "int4" else tuple(w.q.shape[len(w.in_shape):])
-    if w.kind == "int8":
-        return (w.q.astype(jnp.float32) * w.scale).astype(dtype)
-    if w.kind == "fp8":
-        q = w.q.astype(jnp.float32)
-        if w.block is None:
-            return (q * w.scale).astype(dtype)
-        q2 = q.reshape(n_in, -1)
+    n_in = math.prod(w.in_shape)
+    if w.kind == "fp8" and w.block is not None:
+        q2 = w.q.astype(jnp.float32).reshape(n_in, -1)
         bi, bo = w.block
         scale = jnp.repeat(jnp.repeat(w.scale, bi, axis=0)[:n_in], bo, axis=1)[:, :q2.shape[1]]
         return (q2 * scale).reshape(w.q.shape).astype(dtype)
-    codes = unpack_int4(w.q)  # [In, *out] float32
+    if w.kind == "int4":
+        out_shape = tuple(w.q.shape[1:])
+        codes = unpack_int4(w.q)
+    else:
+        out_shape = tuple(w.q.shape[len(w.in_shape):])
+        codes = w.q.astype(jnp.float32)
     groups = w.scale.shape[0]
-    zero = jnp.float32(INT4_ZERO) if w.zero is None else w.zero.astype(jnp.float32)[:, None]
-    grouped = codes.reshape((groups, n_in // groups) + out_shape)
-    weight = (grouped - zero) * w.scale.astype(jnp.float32)[:, None]
+    codes = codes.reshape((groups, n_in // groups) + out_shape)
+    if w.zero is not None:
+        codes = codes - w.zero.astype(jnp.float32)[:, None]
+    elif w.kind == "int4" and w.shift:
+        codes = codes - jnp.float32(w.shift)
+    weight = codes * w.scale.astype(jnp.float32)[:, None]
+    if w.offset is not None:
+        weight = weight + w.offset.astype(jnp.float32)[:, None]
     return weight.reshape(w.in_shape + out_shape).astype(dtype)
 
 
@@ -113,19 +123,19 @@ def unpack_int4(packed):
 def quantize(w: np.ndarray, kind: str, n_contract: int, group: int = DEFAULT_GROUP) -> Quantized:
     """Round-to-nearest weight-only quantization of one (unstacked) weight w [*in, *out] (float32 on the host).
 
-    n_contract: how many leading dims of w are contracted (CONTRACTION_DIMS); group: int4's rows per scale.
+    n_contract: how many leading dims of w are contracted (contraction_dims); group: int4's rows per scale.
     """
     w = np.asarray(w, np.float32)
     in_shape = tuple(w.shape[:n_contract])
     reduce = tuple(range(n_contract))
-    if kind == "int8":
-        scale = _safe(np.abs(w).max(axis=reduce, keepdims=True) / INT8_MAX)
-        q = np.clip(np.rint(w / scale), -INT8_MAX, INT8_MAX).astype(np.int8)
-        return Quantized(q, scale.astype(np.float32), None, "int8", in_shape)
-    if kind == "fp8":
-        scale = _safe(np.abs(w).max(axis=reduce, keepdims=True) / FP8_MAX).astype(np.float32)
-        q = np.asarray(jnp.asarray(w / scale).astype(jnp.float8_e4m3fn))
-        return Quantized(q, scale, None, "fp8", in_shape)
+    if kind in ("int8", "fp8"):
+        top = INT8_MAX if kind == "int8" else FP8_MAX
+        scale = _safe(np.abs(w).max(axis=reduce, keepdims=True) / top).astype(np.float32)
+        if kind == "int8":
+            q = np.clip(np.rint(w / scale), -INT8_MAX, INT8_MAX).astype(np.int8)
+        else:
+            q = np.asarray(jnp.asarray(w / scale).astype(jnp.float8_e4m3fn))
+        return Quantized(q, scale.reshape((1,) + w.shape[n_contract:]), None, kind, in_shape)
     if kind == "int4":
         n_in = math.prod(in_shape)
         if n_in % group or group % 2:
@@ -146,7 +156,7 @@ def stack(layers: list[Quantized]) -> Quantized:
     """Per-layer Quantized weights -> one with a leading layer axis (what the scanned stack holds)."""
     first = layers[0]
     arrays = {name: (None if getattr(first, name) is None else np.stack([getattr(x, name) for x in layers]))
-              for name in ("q", "scale", "zero")}
+              for name in ("q", "scale", "zero", "offset")}
     return dataclasses.replace(first, **arrays)
 
 
@@ -168,16 +178,19 @@ def quantize_params(params: dict, kind: str, group: int = DEFAULT_GROUP) -> dict
 
     Stacked layer weights are quantized layer by layer (a scale never spans two layers).
     """
+    if "linear_layers" in params:
+        raise ConfigError(f"quantize={kind} is not supported for hybrid (Gated DeltaNet) models yet")
+
     def one(name, w):
         try:
-            return quantize(w, kind, CONTRACTION_DIMS[name], group)
+            return quantize(w, kind, contraction_dims(name), group)
         except ValueError as e:
             raise ConfigError(f"quantize={kind}: weight {name}: {e}") from None
 
     out = dict(params)
     layers = dict(params["layers"])
     for name, w in params["layers"].items():
-        if name in CONTRACTION_DIMS:
+        if contraction_dims(name):
             host = np.asarray(w, np.float32)
             layers[name] = stack([one(name, host[i]) for i in range(host.shape[0])])
     out["layers"] = layers

@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
@@ -23,6 +24,7 @@ from jaxeval.errors import CheckpointError  # noqa: E402
 from jaxeval.models.config import load_hf_config  # noqa: E402
 from jaxeval.models.gguf_weights import GGUFCheckpoint  # noqa: E402
 from jaxeval.models.hf_weights import load_hf_params  # noqa: E402
+from jaxeval.models import quant  # noqa: E402
 
 LLAMA = dict(model_type="llama", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
              num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=512,
@@ -99,22 +101,33 @@ def test_gguf_reads_back_the_hugging_face_model(hf_and_gguf, tmp_path):
         not in checkpoint
 
 
-def test_quantized_gguf_equals_its_dequantized_values(hf_and_gguf, tmp_path):
-    """Q8_0 tensors: jaxeval's model holds exactly gguf's dequantization of them, and reads like the
-    HF model up to the quantization error; the permutation is undone on the dequantized rows."""
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0"])
+def test_quantized_gguf_equals_its_dequantized_values(hf_and_gguf, tmp_path, qtype):
+    """Block-quantized tensors: with dequantize=True the model holds exactly gguf's dequantization of
+    them (the permutation undone on the dequantized rows); by default the matmul weights stay in their
+    codes on the device (int8 for Q8_0, packed int4 for Q4_0) and the read equals the dequantized one;
+    both read like the HF model up to the quantization error."""
     folder, tensors = hf_and_gguf
-    file = write_llama_gguf(tmp_path / "q8.gguf", tensors, gguf.GGMLQuantizationType.Q8_0)
-    model = jaxeval.load_model(file, dtype="float32", load_tokenizer=False)
+    qtype = getattr(gguf.GGMLQuantizationType, qtype)
+    file = write_llama_gguf(tmp_path / "q.gguf", tensors, qtype)
+    dense = jaxeval.load_model(file, dtype="float32", load_tokenizer=False, dequantize=True)
     q = tensors["model.layers.1.self_attn.q_proj.weight"]
-    stored = gguf.quants.dequantize(gguf.quants.quantize(permute(q, 4), gguf.GGMLQuantizationType.Q8_0),
-                                    gguf.GGMLQuantizationType.Q8_0)
+    stored = gguf.quants.dequantize(gguf.quants.quantize(permute(q, 4), qtype), qtype)
     expected = stored.reshape(4, 4, 2, 32).swapaxes(1, 2).reshape(32, 32).T.reshape(32, 4, 8)  # un-permuted
-    np.testing.assert_array_equal(np.asarray(model.module.params()["layers"]["wq"][1]), expected)
+    np.testing.assert_array_equal(np.asarray(dense.module.params()["layers"]["wq"][1]), expected)
+    kept = jaxeval.load_model(file, dtype="float32", load_tokenizer=False)
+    wq = kept.module.params()["layers"]["wq"]
+    assert kept.quantization == "gguf-blocks" and dense.quantization is None
+    assert quant.is_quantized(wq) and wq.kind == ("int8" if qtype.name == "Q8_0" else "int4")
+    layer1 = jax.tree.map(lambda a: a[1], wq)
+    np.testing.assert_allclose(np.asarray(quant.dense_weight(layer1, np.float32)), expected, rtol=2 ** -23, atol=0)
+    assert kept.fingerprint != dense.fingerprint
     reference = jaxeval.load_model(folder, dtype="float32", load_tokenizer=False)
     ids = np.random.default_rng(0).integers(3, 64, 200)
-    a = model.read(ids, np.arange(1, 200), ids[1:]).logprobs
-    b = reference.read(ids, np.arange(1, 200), ids[1:]).logprobs
-    assert 1e-5 < float(np.abs(a - b).max()) < 0.2  # quantized (Q8_0: ~0.4% per weight), and close
+    a, b, c = (m.read(ids, np.arange(1, 200), ids[1:]).logprobs for m in (kept, dense, reference))
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    bound = {"Q8_0": 0.2, "Q4_0": 2.5}[qtype.name]  # per weight ~0.4% (Q8_0), ~7% (Q4_0), on random weights
+    assert 1e-5 < float(np.abs(b - c).max()) < bound
 
 
 def test_bad_gguf_files_name_the_file(tmp_path, hf_and_gguf):
@@ -168,11 +181,17 @@ def test_real_gguf_equals_transformers_dequantization(name, tmp_path_factory):
     if not (out / "build_info.json").is_file():
         pytest.skip(f"{out}: not built (python scripts/build_real_models.py)")
     file = _real_gguf(name, tmp_path_factory)
-    ours = jaxeval.load_model(file, dtype="float32")
+    ours = jaxeval.load_model(file, dtype="float32", dequantize=True)
     theirs = jaxeval.load_model(out, dtype="float32")
     assert ours.config == theirs.config
     for (path, a), b in zip(_leaves(ours.module.params()), _leaves(theirs.module.params())):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b[1]), err_msg=path)
+    kept = jaxeval.load_model(file, dtype="float32", load_tokenizer=False)  # the block codes on the device
+    for name, w in kept.module.params()["layers"].items():
+        if quant.is_quantized(w):
+            rebuilt = jax.vmap(quant.dense_weight, in_axes=(0, None))(w, np.float32)
+            np.testing.assert_allclose(np.asarray(rebuilt), np.asarray(theirs.module.params()["layers"][name]),
+                                       rtol=2 ** -23, atol=0, err_msg=name)
     text = "The tower is 324 metres tall, about the same height as an 81-storey building."
     assert ours.tokenizer(text).input_ids == theirs.tokenizer(text).input_ids
     assert ours.tokenizer.chat_template == theirs.tokenizer.chat_template

@@ -28,20 +28,20 @@ def test_int4_packing_round_trips_every_code():
 @pytest.mark.parametrize("name,shape", [("wq", (64, 4, 16)), ("wo", (4, 16, 64)), ("w_down", (96, 64))])
 def test_int8_per_channel_error_is_at_most_half_a_step(name, shape):
     w = _weight(shape)
-    qw = quant.quantize(w, "int8", quant.CONTRACTION_DIMS[name])
+    qw = quant.quantize(w, "int8", quant.contraction_dims(name))
     back = np.asarray(quant.dense_weight(qw, jnp.float32))
     assert back.shape == w.shape and qw.q.dtype == np.int8
     step = np.broadcast_to(qw.scale, w.shape)
     assert np.all(np.abs(back - w) <= step / 2 * (1 + 1e-6))
     assert np.abs(back - w).max() > 0  # it is really quantized
     # one scale per output channel: the contraction dims are reduced
-    assert qw.scale.shape == (1,) * quant.CONTRACTION_DIMS[name] + shape[quant.CONTRACTION_DIMS[name]:]
+    assert qw.scale.shape == (1,) + shape[quant.contraction_dims(name):]
 
 
 @pytest.mark.parametrize("name,shape,group", [("wq", (256, 2, 8), 128), ("wo", (4, 32, 48), 64), ("w_up", (64, 40), 32)])
 def test_int4_per_group_error_is_at_most_half_a_step(name, shape, group):
     w = _weight(shape, seed=1)
-    n_contract = quant.CONTRACTION_DIMS[name]
+    n_contract = quant.contraction_dims(name)
     qw = quant.quantize(w, "int4", n_contract, group)
     n_in = int(np.prod(shape[:n_contract]))
     assert qw.q.shape == (n_in // 2,) + shape[n_contract:] and qw.scale.shape == (n_in // group,) + shape[n_contract:]
