@@ -18,6 +18,13 @@ EMBEDDED_MODEL = Path(__file__).parent / "assets" / "tiny_llama"
 RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's configs/ (example.yaml, suites/)
 
 
+def _yes_no(text: str) -> bool:
+    value = str(text).strip().lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return value in ("true", "1", "yes")
+
+
 def _model_options(p: argparse.ArgumentParser, default_model: str | None):
     p.add_argument("--model", default=default_model, required=default_model is None,
                    help="HF safetensors folder, jaxeval Orbax checkpoint folder or hub id")
@@ -30,6 +37,9 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
                    help="round every matmul weight at load and keep it so on the device (what-if studies): int8 "
                         "per channel, int4 per group of --quant_group rows, fp8 e4m3 per channel")
     p.add_argument("--quant_group", type=int, default=128, help="input rows per int4 scale")
+    p.add_argument("--dequantize", type=_yes_no, default=False, metavar="{true,false}",
+                   help="a GGUF checkpoint: dequantize every tensor at load (float, as transformers does) "
+                        "instead of keeping the matmul weights in their block codes on the device")
     p.add_argument("--mesh", default=None,
                    help="device mesh, e.g. data=2,tensor=2,context=2 (axes data, fsdp, tensor, context; unnamed = 1), "
                         "or auto; default: one device. Multi-host: set JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, "
@@ -45,7 +55,8 @@ def _load(args):
     check_model_folder(resolve_model_path(args.model))
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), quantize=getattr(args, "quantize", None),
-                      quant_group=getattr(args, "quant_group", 128), **getattr(args, "config_overrides", {}))
+                      quant_group=getattr(args, "quant_group", 128), dequantize=getattr(args, "dequantize", False),
+                      **getattr(args, "config_overrides", {}))
 
 
 def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:

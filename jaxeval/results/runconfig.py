@@ -13,12 +13,12 @@ from jaxeval.inputs import read_text
 from jaxeval.results.storage import join
 
 # Shared flags that cannot change a single number of the results, or whose effect the model
-# fingerprint already holds (model; quantize and quant_group: jaxeval.fingerprint's "quantization"
+# fingerprint already holds (model; quantize, quant_group, dequantize: jaxeval.fingerprint's "quantization"
 # part, present only when quantized) (docs/results_schema.md). Every other shared flag is hashed
 # into config_hash, and so are the settings of the benchmarks whose tasks run, except those their
 # Settings mark hashed=False; no other benchmark's settings are (they cannot rename the run).
-NOT_HASHED = frozenset({"model", "quantize", "quant_group", "batch_size", "output_path", "out", "log_samples",
-                        "config", "host_split", "func", "command", "journal", "journal_mode", "model_args",
+NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", "batch_size", "output_path", "out",
+                        "log_samples", "config", "host_split", "func", "command", "journal", "journal_mode", "model_args",
                         "judge_timeout", "judge_retries", "judge_max_failures"})
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode"})
 
@@ -114,7 +114,8 @@ def parse_model_args(text: str | None) -> dict:
 def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
     actions = {a.dest: a for a in parser._actions}
-    model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh", "quantize", "quant_group"} & set(actions)
+    model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh", "quantize", "quant_group",
+                   "dequantize"} & set(actions)
     args.config_overrides = {}  # config.json fields (CONFIG_OVERRIDES): hashed into the run and recorded
     for key, value in parse_model_args(args.model_args).items():
         dest = "model" if key == "pretrained" else key
@@ -126,7 +127,10 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
                               f"{', '.join(sorted(model_flags - {'model'}) + ['pretrained'])}, and the config.json "
                               f"fields {', '.join(CONFIG_OVERRIDES)}")
         action = actions[dest]
-        converted = action.type(value) if action.type else value
+        try:
+            converted = action.type(value) if action.type else value
+        except (argparse.ArgumentTypeError, TypeError, ValueError) as e:
+            raise ConfigError(f"--model_args: {key}={value} is not valid ({e})") from None
         if action.choices is not None and converted not in action.choices:
             raise ConfigError(f"--model_args: {key}={value} is not one of {', '.join(map(str, action.choices))}")
         setattr(args, dest, converted)

@@ -90,3 +90,14 @@ def test_cli_quantize_flag_is_recorded_and_names_the_run(tmp_path):
     assert qr["model"]["quantization"] == "int8" and fr["model"]["quantization"] is None
     assert qr["model"]["param_bytes"] < fr["model"]["param_bytes"]
     assert qr["run_name"] != fr["run_name"] and qr["config_hash"] == fr["config_hash"]  # the fingerprint differs
+
+
+def test_model_args_quantize_and_dequantize_are_parsed_or_refused(tmp_path, capsys):
+    from jaxeval.cli import main
+
+    assert main(["run", "--tasks", "agent_bench", "--limit", "1", "--model_args", "quant_group=abc",
+                 "--output_path", str(tmp_path)]) == 2
+    assert "--model_args: quant_group=abc is not valid" in capsys.readouterr().err
+    assert main(["run", "--tasks", "agent_bench", "--limit", "1", "--model_args", "dequantize=maybe",
+                 "--output_path", str(tmp_path)]) == 2
+    assert "--model_args: dequantize=maybe is not valid (expected true or false" in capsys.readouterr().err
