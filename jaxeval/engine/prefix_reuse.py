@@ -54,29 +54,11 @@ def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefi
     """Read every (ids, positions, tokens) request; see jaxeval.engine.backend.ReadBackend.read.
 
     mesh: the jaxeval mesh the params are sharded over (None: one device)."""
-    checked = []
-    for index, (ids, positions, tokens) in enumerate(requests):
-        one = np.ndim(tokens) == 1
-        ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)
-        n_inputs = int(positions.max())
-        if n_inputs > config.context_limit:
-            raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's context "
-                                    f"({config.context_source})")
-        checked.append(_Request(index, ids, positions, tokens, one, n_inputs))
-    overall = chunk_size(length_bucket(max((r.n_inputs for r in checked), default=1)), prefill_chunk_len)
-    groups: dict[tuple, list[_Request]] = {}
-    singles: list[list[_Request]] = []
+    checked, grouped = _grouped(config, requests, prefill_chunk_len)
     results: list = [None] * len(checked)
     tokens_run, prefixes = 0, 0
-    for request in checked:
-        if int(request.positions.min()) - 1 >= overall:  # a whole first chunk before the first read
-            # a length-dependent rope (dynamic NTK, LongRoPE) shares a prefix only between equal tables
-            key = (request.ids[:overall].tobytes(), rope_key(config, request.ids.size))
-            groups.setdefault(key, []).append(request)
-        else:
-            singles.append([request])
     run = dict(params=params, config=config, backend=backend, dtype=dtype, mesh=mesh)
-    for group in [*groups.values(), *singles]:
+    for group in grouped:
         if len(group) == 1:
             request = group[0]
             result = read(params, config, request.ids, request.positions,
@@ -92,15 +74,55 @@ def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefi
                        tokens_naive=sum(r.n_inputs for r in checked), prefixes=prefixes)
 
 
-def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *, params, config, backend,
-                dtype, mesh) -> tuple[int, int]:
-    bucket = length_bucket(max(r.n_inputs for r in group))
-    chunk = chunk_size(bucket, prefill_chunk_len)
+def _grouped(config: ModelConfig, requests, prefill_chunk_len: int) -> tuple[list[_Request], list[list[_Request]]]:
+    """The checked requests and their groups (those sharing a first chunk, then the singles)."""
+    checked = []
+    for index, (ids, positions, tokens) in enumerate(requests):
+        one = np.ndim(tokens) == 1
+        ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)
+        n_inputs = int(positions.max())
+        if n_inputs > config.context_limit:
+            raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's context "
+                                    f"({config.context_source})")
+        checked.append(_Request(index, ids, positions, tokens, one, n_inputs))
+    overall = chunk_size(length_bucket(max((r.n_inputs for r in checked), default=1)), prefill_chunk_len)
+    groups: dict[tuple, list[_Request]] = {}
+    singles: list[list[_Request]] = []
+    for request in checked:
+        if int(request.positions.min()) - 1 >= overall:  # a whole first chunk before the first read
+            # a length-dependent rope (dynamic NTK, LongRoPE) shares a prefix only between equal tables
+            key = (request.ids[:overall].tobytes(), rope_key(config, request.ids.size))
+            groups.setdefault(key, []).append(request)
+        else:
+            singles.append([request])
+    return checked, [*groups.values(), *singles]
+
+
+def planned_segments(config: ModelConfig, requests, prefill_chunk_len: int = 2048) -> list[tuple[int, int, int]]:
+    """What read_many would run, without running it: (first input, end, read rows) per stretch of
+    trunk work, each shared prefix once (sum of end - first = read_many's tokens_run)."""
+    segments = []
+    for group in _grouped(config, requests, prefill_chunk_len)[1]:
+        if len(group) == 1:
+            segments.append((0, group[0].n_inputs, int(group[0].positions.size)))
+            continue
+        chunk = chunk_size(length_bucket(max(r.n_inputs for r in group)), prefill_chunk_len)
+        shared, _ = _share(group, chunk)
+        segments += [((shared[above][0] if above != -1 else 0) * chunk, depth * chunk, 0)
+                     for depth, above in shared.values()]
+        segments += [(r.start * chunk, r.n_inputs, int(r.positions.size)) for r in group]
+    return segments
+
+
+def _share(group: list[_Request], chunk: int) -> tuple[dict[int, tuple[int, int]], dict[int, int]]:
+    """The trie over chunks: each request's path and start depth set; -> shared prefixes (node ->
+    (depth, the nearest shared prefix above it)) and how many continue from each."""
     # The trie: node id per (parent node id, chunk bytes), and how many requests pass through it.
     nodes: dict[tuple[int, bytes], int] = {}
     passing: list[int] = []
     for request in group:
         parent = -1
+        request.path = []
         for depth in range((int(request.positions.min()) - 1) // chunk):
             key = (parent, request.ids[depth * chunk:(depth + 1) * chunk].tobytes())
             if key not in nodes:
@@ -126,6 +148,14 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
                 above = node
         if request.start:
             users[above] = users.get(above, 0) + 1
+    return shared, users
+
+
+def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *, params, config, backend,
+                dtype, mesh) -> tuple[int, int]:
+    bucket = length_bucket(max(r.n_inputs for r in group))
+    chunk = chunk_size(bucket, prefill_chunk_len)
+    shared, users = _share(group, chunk)
 
     caches: dict[int, object] = {}  # node -> its cache (K/V, and a hybrid's GDN states, after the prefix)
     tokens_run = 0

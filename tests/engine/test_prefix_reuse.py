@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from jaxeval.engine.prefix_reuse import read_many
+from jaxeval.engine.prefix_reuse import planned_segments, read_many
 from jaxeval.engine.read import read
 from test_read import tiny
 
@@ -40,6 +40,10 @@ def test_shared_prefix_reads_equal_separate_reads():
     # base, with_rule and other_rule share 3 chunks (192 tokens); base and other_rule 5 (320)
     assert shared.prefixes == 2
     assert shared.tokens_run == naive - 2 * 192 - 128
+    # `jaxeval plan` counts the same work without running it (every read row once, prefixes once)
+    segments = planned_segments(config, requests, prefill_chunk_len=CHUNK)
+    assert sum(end - first for first, end, _ in segments) == shared.tokens_run
+    assert sum(rows for _, _, rows in segments) == sum(len(positions) for _, positions, _ in requests)
 
 
 
