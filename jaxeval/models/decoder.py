@@ -129,6 +129,11 @@ def layer_output(lp, c: ModelConfig, x, attn):
     return x + _scaled(out, c.residual_scale)
 
 
+def output_gate(lp, c: ModelConfig, x):
+    """Qwen3.5's attention output gate: sigmoid(RMSNorm(x) @ wq_gate) [B, T, H, hd], applied before o_proj."""
+    return jax.nn.sigmoid(jnp.einsum("btd,dhk->bthk", _norm(c, x, lp["attn_norm"]), lp["wq_gate"]))
+
+
 def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, start=0, backend="xla",
                   mesh=None, cache_sharded=True):
     """One decoder layer. x [B, T, D]; positions int [T] (absolute); rope: see attention_inputs;
@@ -155,6 +160,8 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
             values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
             q_start = start
         attn = attend(q, keys, values, q_start, window, c.attention_scale, c.attn_logit_softcap)
+    if c.attention_output_gate:
+        attn = attn * output_gate(lp, c, x).astype(attn.dtype)
     x = layer_output(lp, c, x, attn)
     return constrain(x, mesh, "batch", "sequence", "hidden"), (k, v)
 

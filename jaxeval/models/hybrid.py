@@ -21,9 +21,10 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jaxeval.models import gated_delta as gd
-from jaxeval.models.attention import decode_attention, get_attention
+from jaxeval.models.attention import decode_attention
 from jaxeval.models.config import ModelConfig
-from jaxeval.models.decoder import _activation, _norm, attention_inputs, embed_tokens, final_logits, layer_output
+from jaxeval.models.decoder import (_activation, _norm, attention_inputs, embed_tokens, final_logits, layer_forward,
+                                    layer_output, output_gate)
 from jaxeval.models.families import FULL
 from jaxeval.models.hybrid_layout import full_layer_indices, hybrid_param_shapes, layer_groups
 from jaxeval.models.rope import RopeTables, rope_tables
@@ -90,23 +91,11 @@ def linear_layer(lp, c: ModelConfig, x, state: gd.GDNState, lengths=None, mode="
     return _mlp_residual(lp, c, x + out.astype(x.dtype)), state
 
 
-def _output_gate(lp, c: ModelConfig, x):
-    """sigmoid of the gate half of Qwen3.5's q_proj: [B, T, H, hd]."""
-    return jax.nn.sigmoid(jnp.einsum("btd,dhk->bthk", _norm(c, x, lp["attn_norm"]), lp["wq_gate"]))
-
-
-def full_layer(lp, c: ModelConfig, x, positions, rope, attend, cache=None, start=0):
-    """A gated full-attention layer. cache: (k, v) [B, S, KV, hd] holding positions < start, or None
-    (attention over x alone). Returns (x, (k, v) [B, T, KV, hd] of this chunk)."""
-    q, k, v = attention_inputs(lp, c, x, positions, rope)
-    if cache is None:
-        keys, values, q_start = k, v, 0
-    else:
-        keys = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), start, axis=1)
-        values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
-        q_start = start
-    attn = attend(q, keys, values, q_start, jnp.int32(0), c.attention_scale, None)
-    return layer_output(lp, c, x, attn * _output_gate(lp, c, x).astype(attn.dtype)), (k, v)
+def full_layer(lp, c: ModelConfig, x, positions, rope, cache=None, start=0, backend="xla"):
+    """A gated full-attention layer: the one decoder's layer (jaxeval.models.decoder.layer_forward, whose
+    output gate c.attention_output_gate turns on), without a window. cache: (k, v) [B, S, KV, hd] holding
+    positions < start, or None. Returns (x, (k, v) [B, T, KV, hd] of this chunk)."""
+    return layer_forward(lp, c, x, positions, rope, jnp.int32(0), cache, start, backend)
 
 
 def _grouped(tree, groups: int):
@@ -145,7 +134,6 @@ def run_layers(params, c: ModelConfig, x, positions, cache: HybridCache | None, 
     g = layer_groups(c.layer_types)
     B, T, _ = x.shape
     rope = _full_rope(c, rope_tables(c, T) if rope is None else rope)
-    attend = get_attention(backend, c)
     states = new_cache(c, B, 0, x.dtype).gdn if cache is None else cache.gdn
     kv = None if cache is None else (cache.k, cache.v)
     xs = (_grouped(params["layers"], g.groups), _grouped(params["linear_layers"], g.groups),
@@ -157,8 +145,8 @@ def run_layers(params, c: ModelConfig, x, positions, cache: HybridCache | None, 
         for kind in g.pattern:
             if kind == FULL:
                 layer_kv = None if group_kv is None else _at(group_kv, fi)
-                x, (k, v) = full_layer(_at(full_p, fi), c, x, positions, (inv_freq[fi], scale[fi]), attend, layer_kv,
-                                       start)
+                x, (k, v) = full_layer(_at(full_p, fi), c, x, positions, (inv_freq[fi], scale[fi]), layer_kv, start,
+                                       backend)
                 ks.append(k)
                 vs.append(v)
                 fi += 1
@@ -205,7 +193,7 @@ def decode_row(params, c: ModelConfig, cache_k, cache_v, states: gd.GDNState, to
                 cache_k = jax.lax.dynamic_update_slice(cache_k, k.astype(cache_k.dtype), (i, position, 0, 0))
                 cache_v = jax.lax.dynamic_update_slice(cache_v, v.astype(cache_v.dtype), (i, position, 0, 0))
                 attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, jnp.int32(0), c.attention_scale)
-                x = layer_output(lp, c, x, attn[None, None] * _output_gate(lp, c, x).astype(attn.dtype))
+                x = layer_output(lp, c, x, attn[None, None] * output_gate(lp, c, x).astype(attn.dtype))
                 fi += 1
             else:
                 x, state = linear_layer(_at(linear_p, li), c, x, _at(group_states, li), mode="recurrent")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import types
 
 import numpy as np
 import pytest
@@ -22,7 +23,8 @@ import jaxeval  # noqa: E402
 from jaxeval.api import convert  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
-from jaxeval.models.hybrid_layout import layer_groups  # noqa: E402
+from jaxeval.models.hybrid_layout import check_no_mesh, layer_groups  # noqa: E402
+from jaxeval.models.mesh import MeshError  # noqa: E402
 
 TOL = 1e-4
 VOCAB = 256
@@ -169,6 +171,13 @@ def test_orbax_copy_and_multimodal_text_tower_read_the_same(reference, tmp_path)
     got = every_position(jaxeval.load_model(vlm, dtype="float32", load_tokenizer=False, prefill_chunk=128), ids)
     assert np.array_equal(got, base)
     shutil.rmtree(vlm)
+
+
+def test_a_mesh_is_refused():
+    c = config_from_hf(_raw())
+    check_no_mesh(c, None)
+    with pytest.raises(MeshError, match="model_type='qwen3_5_text' .*one device only"):
+        check_no_mesh(c, types.SimpleNamespace(devices=np.empty(2)))
 
 
 def _raw(**changes):
