@@ -88,6 +88,12 @@ def cmd_validate(args) -> int:
     return validate_suite(args, _resolve_run(args, args.parser))
 
 
+def cmd_plan(args) -> int:
+    from jaxeval.plan.command import cmd_plan as plan
+
+    return plan(args)
+
+
 def cmd_ls(args) -> int:
     """Benchmarks (tasks), their configs and lengths, from the registry's describe() hooks."""
     from jaxeval.benchmarks.registry import descriptions
@@ -167,6 +173,9 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     from jaxeval.judges.options import add_judge_arguments
 
     add_judge_arguments(p)  # any benchmark's judges
+    from jaxeval.plan.command import add_plan_arguments
+
+    add_plan_arguments(p)  # the estimate `jaxeval plan` prints and `jaxeval run` records
     for benchmark in benchmarks:  # each benchmark's Settings: --<benchmark>_<field>
         benchmark.add_arguments(p)
 
@@ -184,6 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate = sub.add_parser("validate", help="check a run's config, model config, tokenizer and data first")
     _run_options(validate, benchmarks())
     validate.set_defaults(func=cmd_validate, parser=validate)
+
+    plan = sub.add_parser("plan", help="what `jaxeval run` with the same flags will cost: items, tokens, FLOPs, "
+                                       "memory, time, judge calls (config and tokenizer only)")
+    _run_options(plan, benchmarks())
+    plan.set_defaults(func=cmd_plan, parser=plan)
 
     ls = sub.add_parser("ls", help="list benchmarks (tasks), their configs and lengths")
     ls.set_defaults(func=cmd_ls)
@@ -229,7 +243,7 @@ def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> None
     pre.add_argument("command", nargs="?")
     pre.add_argument("--config", default=None)
     known, _ = pre.parse_known_args(argv)
-    if known.command not in ("run", "validate") or not known.config:
+    if known.command not in ("run", "validate", "plan") or not known.config:
         return
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[known.command]
     from jaxeval.benchmarks.settings import DeprecatedAlias

@@ -47,6 +47,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.inputs import check_output_file, check_output_folder
     from jaxeval.judges.options import check_judge_arguments
+    from jaxeval.plan.command import check_plan_arguments
     from jaxeval.results.runconfig import output_folder
 
     available = run_tasks()
@@ -59,6 +60,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
             source = f" (from {args.config})" if getattr(args, "config", None) else ""
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
     check_judge_arguments(args)
+    check_plan_arguments(args)
     for task, benchmark, settings in _each_task(args, names):  # each benchmark's own settings, as its run checks them
         benchmark.check(task, settings, run_context(args, task))
         for path in benchmark.output_files(task, settings):
@@ -154,13 +156,16 @@ def run_suite(args, tasks: list[str], load_model) -> int:
     journal = None
     try:
         checkpoint()
+        calibrate_on_model = getattr(args, "calibrate", "auto") == "model"
+        plan = None if calibrate_on_model else plan_estimate(args, tasks)  # config and tokenizer only
         model = load_model(args)
+        plan = plan_estimate(args, tasks, model) if calibrate_on_model else plan
         checkpoint()
         _check_chat_template(args, tasks, has_chat_template(model.tokenizer))
         name = run_name(args.model, tasks, hash_, model.fingerprint)
         journal = open_journal(args, model, tasks, hash_, name, shard)
         watch_journal(journal)
-        return _run_tasks(args, tasks, model, journal, config, hash_, name, t0)
+        return _run_tasks(args, tasks, model, journal, config, hash_, name, t0, plan)
     except Terminated as stop:
         where = (f"; journal flushed to {journal.path}; rerun the same command to resume" if journal is not None
                  else " before its first sample")
@@ -175,7 +180,45 @@ def run_suite(args, tasks: list[str], load_model) -> int:
         lock.release()
 
 
-def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float) -> int:
+def plan_estimate(args, tasks: list[str], model=None) -> dict:
+    """`jaxeval plan`'s numbers for this run (jaxeval/plan/), or the reason there are none."""
+    from jaxeval.plan.command import build_plan, estimated
+
+    started = time.perf_counter()
+    try:
+        plan = {"estimated": estimated(build_plan(args, tasks, model))}
+    except JaxevalError as e:
+        plan = {"estimated": None, "error": str(e)}
+    return plan | {"seconds": round(time.perf_counter() - started, 3)}
+
+
+def measured_memory() -> dict:
+    """Peak host RSS of this process and the first device's peak bytes in use (None on CPU)."""
+    import resource
+
+    import jax
+
+    stats = jax.devices()[0].memory_stats() if hasattr(jax.devices()[0], "memory_stats") else None
+    return {"host_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "device_peak_bytes": int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None}
+
+
+def _with_measured(plan: dict, results: dict) -> dict:
+    """plan.estimated next to what the run measured, and their ratios (estimated / measured)."""
+    timing = results["timing"]
+    measured = {"tokens_read": timing["tokens_read"], "wall_time_s": timing["wall_time_s"],
+                "device_peak_bytes": timing["memory"]["device_peak_bytes"],
+                "host_peak_rss_bytes": timing["memory"]["host_peak_rss_bytes"]}
+    estimate = plan.get("estimated") or {}
+    pairs = {"tokens_read": "tokens_read", "wall_time_s": "wall_time_s", "device_bytes_per_chip": "device_peak_bytes",
+             "host_bytes": "host_peak_rss_bytes"}
+    ratio = {key: (estimate[key] / measured[other] if estimate.get(key) is not None and measured[other] else None)
+             for key, other in pairs.items()}
+    return {**plan, "measured": measured, "ratio_estimated_to_measured": ratio}
+
+
+def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float,
+               plan: dict | None = None) -> int:
     from jaxeval.engine.distributed import is_writer
     from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
     from jaxeval.results.schema import add_task, empty_results, finish_results
@@ -193,9 +236,11 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
     journal.close()
     checkpoint()
     timing = {"wall_time_s": round(time.perf_counter() - t0, 3), "tasks_s": task_seconds,
-              "resumed_records": journal.resumed}
+              "resumed_records": journal.resumed, "memory": measured_memory()}
     finish_results(results, config=config, config_hash=hash_, model=model, run_name=name, journal=journal,
                    timing=timing)
+    if plan is not None:
+        results["plan"] = _with_measured(plan, results)
     if is_writer():
         write_outputs(args, name, results, samples)
     failure = judge_failure(results["details"], args.judge_max_failures)

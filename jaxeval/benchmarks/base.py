@@ -49,6 +49,11 @@ class RunContext:
     model_path: str = ""  # as the user gave it (for messages)
     output_folder: str = "results"
     judge: JudgeCalls = JudgeCalls()
+    # `jaxeval plan`: (judge, label) -> the judge to call instead (one that counts); None: the judge itself
+    judge_wrapper: Callable | None = None
+
+    def wrap_judge(self, judge, label: str):
+        return judge if self.judge_wrapper is None or judge is None else self.judge_wrapper(judge, label)
 
 
 class Benchmark:

@@ -19,7 +19,8 @@ from jaxeval.results.storage import join
 # Settings mark hashed=False; no other benchmark's settings are (they cannot rename the run).
 NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", "batch_size", "output_path", "out",
                         "log_samples", "config", "host_split", "func", "command", "journal", "journal_mode", "model_args",
-                        "judge_timeout", "judge_retries", "judge_max_failures"})
+                        "judge_timeout", "judge_retries", "judge_max_failures",
+                        "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json"})  # the plan's
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode"})
 
 

@@ -9,7 +9,7 @@ import json
 from jaxeval.results.metadata import device_info, git_sha, model_info, package_versions
 
 SCHEMA_VERSION = 1
-VOLATILE_FIELDS = ("date", "timing")  # differ between a resumed and an uninterrupted run
+VOLATILE_FIELDS = ("date", "timing", "plan")  # differ between a resumed and an uninterrupted run
 # sections a benchmark's summarize(task, result) hook fills, per task or per leaf task
 SUMMARY_SECTIONS = ("results", "groups", "headline", "higher_is_better", "n-samples", "lengths", "configs",
                     "versions", "truncation", "deviations", "judge")

@@ -183,6 +183,7 @@ class Helmet(Benchmark):
             from transformers import AutoTokenizer
             llama2 = AutoTokenizer.from_pretrained(settings.llama2_tokenizer)
         judge, nli = make_judges(settings, ctx.judge, agenticlu)
+        judge, nli = ctx.wrap_judge(judge, "judge"), ctx.wrap_judge(nli, "nli_judge")
         result = run_helmet(ctx.model, units, data, limit=ctx.limit, settings=generation, judge=judge, nli=nli,
                             agenticlu=agenticlu, agenticlu_prompt=settings.agenticlu_prompt, llama2_tokenizer=llama2,
                             journal=ctx.journal, batch_size=ctx.batch_size)

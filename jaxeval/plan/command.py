@@ -1,0 +1,234 @@
+"""`jaxeval plan <jaxeval run flags>`: the run's items, tokens, FLOPs, memory, time and judge
+cost, from the model's config and tokenizer (no weights on the device, unless --calibrate model)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+from jaxeval.errors import ConfigError
+from jaxeval.plan import cost
+from jaxeval.plan.hardware import ACCELERATORS, DEFAULT_MBU, DEFAULT_MFU
+
+PLAN_FLAGS = ("accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json")
+
+
+def add_plan_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of the estimate (also accepted by `jaxeval run`, which records its plan)."""
+    group = p.add_argument_group("plan (jaxeval plan, and plan.estimated in a run's results)")
+    group.add_argument("--accelerator", choices=tuple(ACCELERATORS), default=None,
+                       help="estimate the time on this accelerator (its peak at --mfu) instead of the detected device")
+    group.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="share of the peak FLOP/s reads and prefill reach")
+    group.add_argument("--mbu", type=float, default=DEFAULT_MBU, help="share of the HBM bandwidth decode steps reach")
+    group.add_argument("--calibrate", choices=("auto", "matmul", "model", "none"), default="auto",
+                       help="auto: a named or recognised accelerator's peak, else a measured matmul peak; model: time "
+                            "a few jitted reads and a short generation of the model itself (loads its weights)")
+    group.add_argument("--judge_price", default=None, metavar="IN,OUT",
+                       help="judge price in $ per 1M input and output tokens, e.g. 2.5,10")
+    group.add_argument("--plan_json", default=None, help="jaxeval plan: also write the plan's JSON here")
+
+
+def judge_price(text: str | None) -> tuple[float, float] | None:
+    if text is None:
+        return None
+    try:
+        price_in, price_out = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ConfigError(f"--judge_price {text!r}: give $ per 1M input and output tokens as IN,OUT (e.g. 2.5,10)") from None
+    if price_in < 0 or price_out < 0:
+        raise ConfigError(f"--judge_price {text!r}: prices cannot be negative")
+    return price_in, price_out
+
+
+def check_plan_arguments(args) -> None:
+    for flag in ("mfu", "mbu"):
+        value = getattr(args, flag, None)
+        if value is not None and not 0 < value <= 1:
+            raise ConfigError(f"--{flag} must be in (0, 1], got {value}")
+    judge_price(getattr(args, "judge_price", None))
+
+
+def counting_model(args):
+    """The CountingModel of --model: config (with --model_args overrides), tokenizer, EOS ids."""
+    from jaxeval.api import generation_eos_ids, load_tokenizer_from, resolve_model_path
+    from jaxeval.inputs import check_model_folder
+    from jaxeval.models.config import check_overrides, config_from_hf, load_hf_config
+    from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
+    from jaxeval.plan.counting import CountingModel
+
+    folder = resolve_model_path(args.model)
+    check_model_folder(folder)
+    overrides = check_overrides(getattr(args, "config_overrides", {}) or {}, "plan")
+    gguf = gguf_file(folder)
+    if gguf:
+        config = config_from_hf(GGUFCheckpoint(gguf).config, where=str(gguf), overrides=overrides)
+        tokenizer = load_gguf_tokenizer(gguf)
+    else:
+        config, tokenizer = load_hf_config(folder, overrides), load_tokenizer_from(folder)
+    model = CountingModel(config, tokenizer, str(args.model), generation_eos_ids(folder), args.prefill_chunk)
+    return model, gguf
+
+
+@contextlib.contextmanager
+def _quiet_progress():
+    old = os.environ.get("JAXEVAL_PROGRESS")
+    os.environ["JAXEVAL_PROGRESS"] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("JAXEVAL_PROGRESS", None)
+        else:
+            os.environ["JAXEVAL_PROGRESS"] = old
+
+
+def count_tasks(args, tasks: list[str], model) -> dict:
+    """Run every task's own Benchmark.run on the counting model -> task -> (recorder, n-samples);
+    settings that cannot change a number (output files) are left at their defaults."""
+    import dataclasses
+
+    from jaxeval.plan.counting import CountingJudge, Recorder
+    from jaxeval.suite import _each_task, run_context
+
+    counted = {}
+    for task, benchmark, settings in _each_task(args, tasks):
+        unhashed = {f.name: f.default for f in dataclasses.fields(settings) if not f.metadata.get("hashed", True)}
+        settings = dataclasses.replace(settings, **unhashed)
+        model.recorder = recorder = Recorder()
+
+        def wrap(judge, label, recorder=recorder):
+            return None if judge is None else CountingJudge(judge, label, model.tokenizer, recorder)
+
+        ctx = dataclasses.replace(run_context(args, task, model, None), judge_wrapper=wrap)
+        with _quiet_progress(), contextlib.redirect_stdout(sys.stderr):
+            result, _ = benchmark.run(ctx, settings)
+        summary = benchmark.summarize(task, result) or {}
+        counted[task] = (recorder, summary.get("n-samples", {}))
+    return counted
+
+
+def hardware_rates(args, config, dtype: str, loaded_model=None, read_tokens: int = 512) -> dict:
+    """The rates the time estimate uses (hardware.py): a named accelerator, the detected one, a
+    measured matmul peak, or a calibration of the loaded model."""
+    from jaxeval.plan import hardware
+    from jaxeval.plan.estimate import accelerator_hardware
+
+    mode = getattr(args, "calibrate", "auto")
+    extra = {"config": config, "dtype": dtype}
+    if getattr(args, "accelerator", None):
+        return accelerator_hardware(args.accelerator, args.mfu, args.mbu) | extra
+    kind, name = hardware.detected()
+    if mode == "none":
+        return {"source": f"{kind}, not calibrated", "flops_per_s": None} | extra
+    if mode == "model":
+        if loaded_model is None:
+            raise ConfigError("--calibrate model needs the model's weights loaded")
+        m = hardware.measure_model(loaded_model, read_tokens)
+        flops = cost.segment_flops(config, 0, read_tokens, 1)
+        return {"source": f"{kind}: measured reads of the model ({read_tokens} tokens: {m['read_s']:.4f} s, "
+                          f"compile {m['read_first_s'] - m['read_s']:.2f} s; decode step {m['decode_step_s']:.4f} s)",
+                "flops_per_s": flops / m["read_s"], "mfu": 1.0, "decode_step_s": m["decode_step_s"],
+                "compile_s": max(0.0, m["read_first_s"] - m["read_s"]), "calibration": m} | extra
+    if name is not None and mode == "auto":
+        return accelerator_hardware(name, args.mfu, args.mbu) | {"source": f"detected {kind} ({name})"} | extra
+    peak = hardware.matmul_peak()
+    return {"source": f"{kind}: measured float32 matmul peak {peak / 1e9:.1f} GFLOP/s at MFU {args.mfu}",
+            "flops_per_s": peak, "mfu": args.mfu, "mbu": args.mbu} | extra
+
+
+def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
+    """The plan of `jaxeval run <args>` (check_run's checks first)."""
+    from jaxeval.api import default_dtype
+    from jaxeval.models.mesh import auto_mesh_shape, parse_mesh_spec
+    from jaxeval.plan import estimate
+    from jaxeval.plan.hardware import device_memory_bytes
+
+    check_plan_arguments(args)
+    model, gguf = counting_model(args)
+    config = model.config
+    counted = count_tasks(args, tasks, model)
+    dtype = default_dtype() if args.dtype == "auto" else args.dtype
+    mesh_arg = getattr(args, "mesh", None)
+    if mesh_arg == "auto":
+        import jax
+        mesh = auto_mesh_shape(jax.device_count(), config.num_heads, config.num_kv_heads)
+    else:
+        mesh = parse_mesh_spec(mesh_arg) if mesh_arg else {"data": 1, "fsdp": 1, "tensor": 1, "context": 1}
+    chips = mesh["data"] * mesh["fsdp"] * mesh["tensor"] * mesh["context"]
+    quantize = None if getattr(args, "quantize", "none") in (None, "none") else args.quantize
+    keep_blocks = gguf if (gguf is not None and not getattr(args, "dequantize", False) and not mesh_arg) else None
+    weights = cost.weight_bytes(config, dtype, quantize, getattr(args, "quant_group", 128), keep_blocks)
+    per_task, totals = estimate.tokens_section(config, counted)
+    reads = [s for recorder, _ in counted.values() for s in recorder.reads if s.rows]
+    typical = sorted(s.end for s in reads)[len(reads) // 2] if reads else 256
+    rates = hardware_rates(args, config, dtype, loaded_model, read_tokens=min(typical, 8192))
+    device_bytes = rates.get("device_memory_bytes") or device_memory_bytes()
+    memory = estimate.memory_section(config, counted, weights, dtype, mesh, device_bytes, _current_rss(),
+                                     on_cpu=hardware_platform() == "cpu")
+    try:
+        time_estimate = estimate.time_section(counted, totals, memory, rates, chips)
+    except ConfigError as e:  # no FLOP count for the model's layer types
+        time_estimate = {"wall_time_s": None, "note": str(e)}
+    items = {leaf: n.get("effective") for recorder, n_samples in counted.values() for leaf, n in n_samples.items()}
+    hardware_out = {k: v for k, v in rates.items() if k not in ("config", "dtype")}
+    return {"model": str(args.model), "dtype": dtype, "tasks": list(tasks), "limit": args.limit,
+            "batch_size": args.batch_size, "items": items, "tokens": per_task, "totals": totals,
+            "memory": memory, "hardware": hardware_out, "time": time_estimate,
+            "judge": estimate.judge_section(counted, judge_price(getattr(args, "judge_price", None)))}
+
+
+def _current_rss() -> int:
+    """This process's resident memory now (bytes), from /proc; 0 where it cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def hardware_platform() -> str:
+    import jax
+
+    return jax.default_backend()
+
+
+def estimated(plan: dict) -> dict:
+    """The plan's headline numbers, as `jaxeval run` records them in plan.estimated."""
+    t, m = plan["totals"], plan["memory"]
+    return {"tokens_read": t["tokens_read"], "prompt_tokens": t["prompt_tokens"],
+            "generated_tokens_max": t["generated_tokens_max"], "flops": t["flops"],
+            "wall_time_s": plan["time"].get("wall_time_s"), "device_bytes_per_chip": m["device_bytes_per_chip"],
+            "host_bytes": m["host_bytes"], "judge_calls": plan["judge"]["calls"],
+            "judge_price_usd_max": plan["judge"]["price_usd_max"], "hardware": plan["hardware"]["source"]}
+
+
+def cmd_plan(args) -> int:
+    import json
+
+    from jaxeval.cli import _resolve_run
+    from jaxeval.suite import check_run
+
+    tasks = _resolve_run(args, args.parser)
+    del args.parser
+    check_run(args, tasks, create_output=False)
+    loaded = None
+    if args.calibrate == "model":
+        from jaxeval.cli import _load
+        loaded = _load(args)
+    plan = build_plan(args, tasks, loaded)
+    print(estimate_table(plan))
+    text = json.dumps(plan, indent=2, default=float)
+    if args.plan_json:
+        from jaxeval.results.storage import write_text_atomic
+        print(f"wrote {write_text_atomic(args.plan_json, text + chr(10))}")
+    else:
+        print(text)
+    return 0
+
+
+def estimate_table(plan: dict) -> str:
+    from jaxeval.plan.estimate import format_table
+
+    return format_table(plan)

@@ -1,0 +1,79 @@
+"""Peaks of the named accelerators and the detected device, and the measured calibrations.
+
+Figures are per chip, dense bfloat16 matmul FLOP/s and HBM bytes/s from the vendors' data
+sheets; the MFU (and the memory-bandwidth utilisation of decode steps) applied to them is stated
+in every plan.
+"""
+
+from __future__ import annotations
+
+import time
+
+from jaxeval.errors import ConfigError
+
+ACCELERATORS = {  # name -> (peak FLOP/s, HBM bytes, HBM bytes/s, device_kind prefixes)
+    "v5e": (197e12, 16 * 2 ** 30, 819e9, ("TPU v5 lite", "TPU v5e")),
+    "v5p": (459e12, 95 * 2 ** 30, 2765e9, ("TPU v5p", "TPU v5")),
+    "v6e": (918e12, 32 * 2 ** 30, 1640e9, ("TPU v6 lite", "TPU v6e")),
+    "h100": (989e12, 80 * 2 ** 30, 3350e9, ("NVIDIA H100",)),
+    "h200": (989e12, 141 * 2 ** 30, 4800e9, ("NVIDIA H200",)),
+}
+DEFAULT_MFU = 0.4  # of the peak, for reads and prefill
+DEFAULT_MBU = 0.6  # of the HBM bandwidth, for decode steps (weights and KV read once per step)
+
+
+def named(name: str) -> str:
+    if name not in ACCELERATORS:
+        raise ConfigError(f"--accelerator {name!r}: choose {', '.join(ACCELERATORS)}")
+    return name
+
+
+def detected() -> tuple[str, str | None]:
+    """(the first device's kind, the named accelerator it is, or None)."""
+    import jax
+
+    kind = jax.devices()[0].device_kind
+    for name, (*_, prefixes) in ACCELERATORS.items():
+        if any(kind.startswith(p) for p in prefixes):
+            return kind, name
+    return kind, None
+
+
+def device_memory_bytes() -> int | None:
+    """The first device's memory (bytes_limit), None where the platform does not say (CPU)."""
+    import jax
+
+    stats = jax.devices()[0].memory_stats() if hasattr(jax.devices()[0], "memory_stats") else None
+    return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
+
+
+def matmul_peak(n: int = 1024, repeats: int = 3) -> float:
+    """The device's best n x n float32 matmul FLOP/s (jaxeval bench's calibration, in this process)."""
+    from jaxeval.bench.worker import matmul_peak as measure
+
+    return measure(n, repeats)["flops_per_s"]
+
+
+def measure_model(model, read_tokens: int, prompt_tokens: int = 64, new_tokens: int = 8) -> dict:
+    """A few jitted reads and one short generation of the loaded model itself: the read's first
+    (compiling) and second call, and the seconds per decode step."""
+    import numpy as np
+
+    before = dict(model.stats)  # the calibration is not the run's work
+    rng = np.random.RandomState(0)
+    ids = rng.randint(3, model.config.vocab_size, size=read_tokens + 1).astype(np.int32)
+    positions, tokens = np.array([read_tokens]), ids[[read_tokens]]
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        np.asarray(model.read(ids, positions, tokens).logprobs)
+        times.append(time.perf_counter() - started)
+    prompt = ids[:prompt_tokens].tolist()
+    gen = []
+    for _ in range(2):
+        started = time.perf_counter()
+        model.generate([prompt], new_tokens, batch_size=1)
+        gen.append(time.perf_counter() - started)
+    model.stats.update(before)
+    return {"read_tokens": read_tokens, "read_first_s": times[0], "read_s": min(times[1:]),
+            "generate_first_s": gen[0], "decode_step_s": gen[1] / new_tokens}
