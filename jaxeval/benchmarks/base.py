@@ -115,6 +115,19 @@ class Benchmark:
         `jaxeval report`, or None (the report's generic view, from the summary)."""
         return None
 
+    def sample_scores(self, task: str, section: dict | None, samples: list[dict] | None) -> list | None:
+        """Per-sample headline scores for `jaxeval report --reference` (paired deltas): a list of
+        jaxeval.results.paired.SampleScore read from the task's details `section` or, where it
+        holds none, from `samples` (the run's --log_samples rows of the task; None when it wrote
+        none). None: this benchmark's results hold no per-sample score."""
+        return None
+
+    def reference_tables(self, task: str, reference: tuple, modified: tuple) -> list:
+        """Comparisons of its own between a modified run and its reference (agent_bench: the rules'
+        follow and retained), as jaxeval.results.report_data Tables; reference and modified are
+        (details section, --log_samples rows or None). [] when it makes none."""
+        return []
+
     def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Flags of `jaxeval score --benchmark NAME` (only when rescore is overridden)."""
 

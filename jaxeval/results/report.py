@@ -16,7 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.results.report_data import BenchmarkView, Run, Table, load_runs
+from jaxeval.errors import DataError
+from jaxeval.results.report_data import BenchmarkView, Run, Table, load_runs, merge_model_runs, model_label
 from jaxeval.results.report_views import describe_section, generic_view
 
 PAGE = "index.html"
@@ -76,14 +77,31 @@ def format_table(table: Table) -> str:
                       *(render(row) for row in table.rows)])
 
 
+def _comparison_views(runs: list[Run], reference: Run | None, options: dict) -> list[BenchmarkView]:
+    """With a reference: its comparison with every other run, first on the page."""
+    if reference is None:
+        return []
+    from jaxeval.results.compare import compare_runs
+    from jaxeval.results.compare_view import comparison_views
+
+    return [view for run in runs if run is not reference
+            for view in comparison_views(compare_runs(reference, run, **options))]
+
+
 def build_report(paths: Sequence[str | Path], out_dir: str | Path, embed: bool = False,
-                 echo=print) -> Path:
-    """Read the results files, print their tables with `echo`, write out_dir/index.html (+ PNGs)."""
+                 echo=print, reference: str | Path | None = None, resamples: int | None = None,
+                 seed: int | None = None, level: float | None = None) -> Path:
+    """Read the results files, print their tables with `echo`, write out_dir/index.html (+ PNGs).
+    reference: a results file the others are compared with, sample by sample (compare.py)."""
     from jaxeval.results.report_html import write_page
     from jaxeval.results.report_plots import render_figure
 
-    runs = load_runs(paths)
+    runs, reference_run = load_report_runs(paths, reference)
+    options = {name: value for name, value in (("resamples", resamples), ("seed", seed), ("level", level))
+               if value is not None}
+    compared = _comparison_views(runs, reference_run, options)
     views, unknown = build_views(runs)
+    views = compared + views
     out_dir = Path(out_dir)
     labels = [run.label for run in runs]
     images = {}
@@ -97,7 +115,7 @@ def build_report(paths: Sequence[str | Path], out_dir: str | Path, embed: bool =
             images[(view.name, figure.name)] = render_figure(figure, labels, out_dir / f"{figure.name}.png")
     if unknown.rows:
         echo("\n" + format_table(unknown))
-    page = write_page(out_dir / PAGE, runs, views, images, unknown, embed=embed)
+    page = write_page(out_dir / PAGE, runs, views, images, unknown, embed=embed, reference=reference_run)
     if embed:
         for png in images.values():
             png.unlink()
@@ -109,13 +127,55 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
                                                     "(gs://bucket/evals); one run per file")
     parser.add_argument("--out", default="report", help="folder for index.html and its PNG plots")
     parser.add_argument("--embed", action="store_true", help="put the plots inside index.html (one file)")
+    add_reference_arguments(parser)
+
+
+def add_reference_arguments(parser: argparse.ArgumentParser, run: bool = False) -> None:
+    """--reference and the bootstrap's settings (`jaxeval report`, and `jaxeval run` with run=True)."""
+    from jaxeval.results.paired import LEVEL, RESAMPLES, SEED
+
+    parser.add_argument("--reference", default=None, metavar="RESULTS",
+                        help="the original's results file: " + ("after the run, compare this run with it sample by "
+                                                                 "sample (report beside the results)" if run else
+                                                                 "every other run is compared with it sample by "
+                                                                 "sample (paired deltas, bootstrap intervals)"))
+    parser.add_argument("--bootstrap", type=int, default=RESAMPLES, help="paired bootstrap resamples")
+    parser.add_argument("--bootstrap_seed", type=int, default=SEED, help="seed of the bootstrap's draws")
+    parser.add_argument("--ci", type=float, default=LEVEL, help="confidence level of the intervals")
+
+
+def check_reference_arguments(args: argparse.Namespace) -> None:
+    from jaxeval.errors import ConfigError
+
+    if args.bootstrap < 1:
+        raise ConfigError(f"--bootstrap must be a positive number of resamples, got {args.bootstrap}")
+    if not 0 < args.ci < 1:
+        raise ConfigError(f"--ci must be between 0 and 1 (e.g. 0.95), got {args.ci}")
+
+
+def load_report_runs(paths: Sequence[str | Path], reference: str | Path | None) -> tuple[list[Run], Run | None]:
+    """The runs (the reference first when given, labelled as such) and the reference run."""
+    import dataclasses
+
+    if reference is None:
+        return merge_model_runs(load_runs(paths)), None
+    runs = load_runs([reference, *paths])
+    if len(runs) < 2:
+        raise DataError(f"{reference}: a reference needs at least one results file to compare with it")
+    names = [model_label(run) for run in runs]
+    labelled = [dataclasses.replace(runs[0], label=f"{names[0]} (reference)")]
+    for index, (run, name) in enumerate(zip(runs[1:], names[1:]), 1):
+        labelled.append(dataclasses.replace(run, label=f"{name} (modified{'' if len(runs) == 2 else f' {index}'})"))
+    return labelled, labelled[0]
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from jaxeval.inputs import check_output_folder, writing
 
     check_output_folder(args.out, what="--out")  # before any result is read or plotted
+    check_reference_arguments(args)
     with writing(args.out, "--out"):
-        page = build_report(args.results, args.out, embed=args.embed)
+        page = build_report(args.results, args.out, embed=args.embed, reference=args.reference,
+                            resamples=args.bootstrap, seed=args.bootstrap_seed, level=args.ci)
     print(f"\nwrote {page}")
     return 0

@@ -46,7 +46,11 @@ class Panel:
     y_label: str
     x: tuple[str, ...]  # axis order
     by_run: dict[str, dict[str, float | None]]  # run label -> x label -> value
-    kind: str = "line"  # or "bar"
+    kind: str = "line"  # "bar", or "heatmap" (rows x columns x, one run: by_run[row label][x])
+    errors: dict[str, dict[str, tuple[float, float]]] | None = None  # run -> x -> (low, high): whiskers / band
+    y_range: tuple[float, float] | None = None  # a fixed value axis (None: from the values, never one point's)
+    rows: tuple[str, ...] = ()  # heatmap: its row labels (top to bottom)
+    zero_line: bool = False  # a delta panel: draw y = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +134,7 @@ def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
         summary = {key: data[key] for key in SUMMARY_KEYS if isinstance(data.get(key), dict)}
         for task in (summary.get("group_subtasks") or {}):
             sections.setdefault(task, None)
-        meta = {key: data.get(key) for key in ("model", "devices", "git_hash", "date", "timing", "run_name")}
+        meta = {key: data.get(key) for key in ("model", "devices", "git_hash", "date", "timing", "run_name", "config")}
         return dict(sections), summary, meta
     if isinstance(data.get("tasks"), dict):
         return dict(data["tasks"]), {}, dict(data.get("run") or {})
@@ -143,9 +147,17 @@ def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
 
 
 def read_results(path: str | Path) -> tuple[dict, dict, dict]:
-    from jaxeval.inputs import read_json
+    import json
 
-    data = read_json(path, name="results file")
+    from jaxeval.inputs import read_text
+
+    text = read_text(path, name="results file")
+    if not text.strip():
+        raise DataError(f"{path}: an empty results file")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DataError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
     if not isinstance(data, dict):
         raise DataError(f"{path}: a results file holds a JSON object, found {type(data).__name__}")
     return _sections_of(str(path), data)
@@ -199,6 +211,51 @@ def load_runs(paths) -> list[Run]:
         unique = label if seen[label] == 1 else f"{label} #{seen[label]}"
         runs.append(Run(unique, str(path), sections, summary, meta))
     return runs
+
+
+def model_label(run: Run) -> str:
+    return _model_name(run.meta, run.path)
+
+
+def _identity(run: Run) -> str:
+    model = run.meta.get("model")
+    if isinstance(model, dict) and model.get("fingerprint"):
+        return str(model["fingerprint"])
+    return f"{model_label(run)}|{json_key(model)}"
+
+
+def json_key(value) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def merge_model_runs(runs: list[Run]) -> list[Run]:
+    """Results files of one model (same fingerprint, or same model record) over different tasks
+    become one run, in first-seen order; files of one model that share a task stay apart."""
+    groups: list[list[Run]] = []
+    for run in runs:
+        home = next((group for group in groups if _identity(group[0]) == _identity(run)
+                     and not any(set(run.sections) & set(other.sections) for other in group)), None)
+        if home is None:
+            groups.append([run])
+        else:
+            home.append(run)
+    merged = []
+    for group in groups:
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        sections, summary = {}, {}
+        for run in group:
+            sections.update(run.sections)
+            for key, value in run.summary.items():
+                summary.setdefault(key, {}).update(value)
+        meta = {**group[0].meta, "files": [run.path for run in group]}
+        merged.append(Run(group[0].label, group[0].path, sections, summary, meta))
+    names = [model_label(run) for run in merged]
+    return [dataclasses.replace(run, label=name) if names.count(name) == 1 and len(run.meta.get("files") or ()) > 1
+            else run for run, name in zip(merged, names)]
 
 
 # --- finding length breakdowns in sections nobody told us about -----------------------------

@@ -54,17 +54,30 @@ def _runs_table(runs: Sequence[Run]) -> Table:
         devices = meta.get("devices") if isinstance(meta.get("devices"), dict) else {}
         timing = meta.get("timing") if isinstance(meta.get("timing"), dict) else {}
         wall = meta.get("wall_time_s", timing.get("wall_time_s"))
-        rows.append((run.label, Path(run.path).name, str(meta.get("created") or meta.get("date") or "-"),
+        files = meta.get("files") or [run.path]
+        rows.append((run.label, ", ".join(Path(str(file)).name for file in files), str(meta.get("created") or meta.get("date") or "-"),
                      str(meta.get("git_sha") or meta.get("git_hash") or "-")[:12],
                      f"{devices.get('count', '?')} x {devices.get('kind', '?')}" if devices else "-",
                      fmt(wall, 1) if wall is not None else "-", ", ".join(run.sections) or "-"))
     return Table("Runs", ("run", "file", "date", "git", "devices", "wall time (s)", "sections"), tuple(rows))
 
 
+def page_title(runs: Sequence[Run], reference: Run | None = None) -> str:
+    """One run: its label; several: their labels side by side; with a reference: the others against it."""
+    if reference is not None:
+        others = [run.label for run in runs if run is not reference]
+        return f"jaxeval report: {', '.join(others)} against {reference.label}"
+    labels = [run.label for run in runs]
+    return f"jaxeval report: {', '.join(labels)}" + (" (side by side)" if len(labels) > 1 else "")
+
+
 def write_page(path: Path, runs: Sequence[Run], views: Sequence[BenchmarkView],
-               images: dict[tuple[str, str], Path], unknown: Table | None, embed: bool = False) -> Path:
-    """Write the page; `images` maps (benchmark, figure name) to its PNG file."""
-    parts = [f"<h1>jaxeval report: {_e(' vs '.join(run.label for run in runs))}</h1>", _table(_runs_table(runs))]
+               images: dict[tuple[str, str], Path], unknown: Table | None, embed: bool = False,
+               reference: Run | None = None, extra: Sequence[Table] = ()) -> Path:
+    """Write the page; `images` maps (benchmark, figure name) to its PNG file; `extra`: tables
+    after the runs' (effective context length, failures and skips)."""
+    parts = [f"<h1>{_e(page_title(runs, reference))}</h1>", _table(_runs_table(runs))]
+    parts.extend(_table(table) for table in extra if table.rows)
     for view in views:
         parts.append(f'<section id="{_e(view.name)}"><h2>{_e(view.name)}</h2>')
         parts.extend(_table(table) for table in view.tables)

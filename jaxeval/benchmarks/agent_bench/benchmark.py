@@ -83,6 +83,16 @@ class AgentBench(Benchmark):
 
         return agent_bench_view
 
+    def sample_scores(self, task: str, section: dict | None, samples: list[dict] | None) -> list | None:
+        from jaxeval.benchmarks.agent_bench.sample_scores import agent_bench_sample_scores
+
+        return agent_bench_sample_scores(task, section, samples)
+
+    def reference_tables(self, task: str, reference: tuple, modified: tuple) -> list:
+        from jaxeval.benchmarks.agent_bench.sample_scores import rules_tables
+
+        return rules_tables(reference, modified)
+
     def add_commands(self, subparsers, model_options, load_model) -> None:
         from jaxeval.benchmarks.agent_bench.cli import add_command
 

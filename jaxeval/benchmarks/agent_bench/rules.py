@@ -144,3 +144,8 @@ def read_targets(backend, sequences: dict[tuple[int, ...], set[tuple[int, int]]]
         for (position, token), value in zip(ordered, values):
             logprobs[(key, position, token)] = float(value)
     return logprobs, tokens_run
+
+
+def cell_metrics(targets: Sequence[dict], placement: str, family: str) -> dict:
+    """One cell's follow / retained / counts (targets as _cell takes them), for paired reports."""
+    return _cell(targets, placement, family)

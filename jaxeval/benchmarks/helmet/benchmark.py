@@ -127,6 +127,11 @@ class Helmet(Benchmark):
     def summarize(self, task: str, result: dict) -> dict:
         return summary.summarize(task, result)
 
+    def sample_scores(self, task: str, section: dict | None, samples: list[dict] | None) -> list | None:
+        from jaxeval.benchmarks.helmet.sample_scores import helmet_sample_scores
+
+        return helmet_sample_scores(task, section, samples)
+
     def check(self, task: str, settings: HelmetSettings, ctx: RunContext) -> None:
         """The settings `run` would reject, checked before anything loads (`run` and `validate`):
         units, generation settings, judge specs and limits, the AgenticLU prompt file."""

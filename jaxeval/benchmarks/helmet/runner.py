@@ -15,6 +15,7 @@ from typing import Sequence
 
 import jaxeval.benchmarks.helmet.judging as judging
 from jaxeval.benchmarks.helmet.data import resolve_data_root
+from jaxeval.benchmarks.helmet.depth import needle_depth
 from jaxeval.benchmarks.helmet.metrics import default_post_process
 from jaxeval.benchmarks.helmet.prepare import PreparedSample, prepare_unit, saved_fields
 from jaxeval.benchmarks.helmet.scoring import average_metrics, collect, headline, score_alce, score_item
@@ -141,7 +142,8 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
                                           generation_max_length=settings.generation_max_length,
                                           llama2_tokenizer=llama2_tokenizer,
                                           key_prefix="agenticlu" if agenticlu else "helmet")
-        records = generate_records(model, prepared, unit, settings, journal, batch_size)
+        records = [{"key": p.key, **record, "depth": needle_depth(p.sample, unit.dataset)}  # for `report --reference`
+                   for p, record in zip(prepared, generate_records(model, prepared, unit, settings, journal, batch_size))]
         records, averages, score_notes = score_records(unit.dataset, records, nli=nli)
         judged_notes = None
         if judge is not None:
@@ -150,8 +152,7 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
                 judged_notes = apply_judgement(records, averages, judged)
         table_in[(unit.dataset, unit.length)] = averages
         outputs[f"{unit.dataset}/{unit.length}"] = records
-        sample_log += [{"key": p.key, "unit": f"{unit.dataset}/{unit.length}", **record}
-                       for p, record in zip(prepared, records)]
+        sample_log += [{"key": record["key"], "unit": f"{unit.dataset}/{unit.length}", **record} for record in records]
         units_out.append({"dataset": unit.dataset, "length": unit.length, "config": unit.config,
                           "input_max_length": unit.input_max_length,
                           "generation_max_length": settings.generation_max_length or unit.generation_max_length,

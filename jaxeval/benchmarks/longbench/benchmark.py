@@ -88,6 +88,11 @@ class LongBench(Benchmark):
 
         return longbench_e_view if task == "longbench_e" else longbench_view
 
+    def sample_scores(self, task: str, section: dict | None, samples: list[dict] | None) -> list | None:
+        from jaxeval.benchmarks.longbench.sample_scores import longbench_sample_scores
+
+        return longbench_sample_scores(task, section, samples)
+
     def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Flags of `jaxeval score --benchmark longbench` (not --benchmark itself)."""
         parser.add_argument("--predictions", required=True,

@@ -93,8 +93,9 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
         outputs[dataset] = [{"key": list(request.key), "pred": prediction,
                              "prompt_tokens": len(request.prompt_ids),
                              "raw_prompt_tokens": request.raw_prompt_tokens,
-                             "truncated": request.truncated, "chat_format": request.chat_format}
-                            for request, prediction in zip(requests, predictions)]
+                             "truncated": request.truncated, "chat_format": request.chat_format,
+                             "length": record.length}  # the record's own length (LongBench-E's buckets)
+                            for request, prediction, record in zip(requests, predictions, records)]
         if predictions_dir is not None:
             write_prediction_file(Path(predictions_dir) / f"{dataset}.jsonl", rows[dataset])
 

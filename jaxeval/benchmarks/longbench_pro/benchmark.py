@@ -133,6 +133,11 @@ class LongBenchPro(Benchmark):
                 "chat_template": {"format": prompting["chat_format"]},
                 "deviations": result["deviations"]}
 
+    def sample_scores(self, task: str, section: dict | None, samples: list[dict] | None) -> list | None:
+        from jaxeval.benchmarks.longbench_pro.sample_scores import longbench_pro_sample_scores
+
+        return longbench_pro_sample_scores(task, section, samples)
+
     def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Flags of `jaxeval score --benchmark longbench_pro` (not --benchmark itself)."""
         parser.add_argument("--predictions", required=True,

@@ -1,0 +1,45 @@
+"""HELMET per-sample scores for paired comparisons (`jaxeval report --reference`).
+
+A sample's score is its dataset's HELMET headline measure (scoring.HEADLINE: the first one,
+collect_results' column for the dataset, e.g. ruler_recall for RULER needles, NDCG@10 for
+re-ranking, rougeL_f1 for InfBench QA) x 100, as HELMET's averages are scaled. Judged measures
+(gpt4_score, gpt4_f1) have no per-item value in the outputs: those samples are counted as not
+scored. Key: the journal's (`helmet/<dataset>/<length>/<id>/<n>`); group: the dataset; length:
+the unit's; depth: the needle's place (recall datasets, depth.py). Read from the details'
+`outputs` or the --log_samples rows; outputs written before they carried a key are not paired.
+"""
+
+from __future__ import annotations
+
+from jaxeval.benchmarks.helmet.depth import depth_label
+from jaxeval.benchmarks.helmet.scoring import HEADLINE
+from jaxeval.benchmarks.helmet.tasks import dataset_key
+from jaxeval.results.report_data import number
+
+
+def headline_measure(dataset: str) -> str | None:
+    measures = HEADLINE.get(dataset_key(dataset))
+    return measures[0] if measures else None
+
+
+def helmet_sample_scores(task: str, section: dict | None, samples: list[dict] | None) -> list | None:
+    from jaxeval.results.paired import SampleScore
+
+    outputs = (section or {}).get("outputs")
+    if isinstance(outputs, dict) and outputs and all(
+            isinstance(r, dict) and "key" in r for records in outputs.values() for r in records or ()):
+        rows = [(unit, record) for unit, records in outputs.items() for record in records or ()]
+    elif samples:
+        rows = [(row.get("unit"), row) for row in samples]
+    else:
+        return None
+    scores = []
+    for unit, record in rows:
+        if not isinstance(unit, str) or "/" not in unit or not isinstance(record.get("key"), str):
+            return None  # not jaxeval's layout: nothing to pair by
+        dataset, length = unit.rsplit("/", 1)
+        measure = headline_measure(dataset)
+        value = number(record.get(measure)) if measure else None
+        scores.append(SampleScore(record["key"], dataset_key(dataset), length,
+                                  None if value is None else 100 * value, depth_label(record.get("depth"))))
+    return scores
