@@ -24,7 +24,19 @@ from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
 from jaxeval.models.rope import RopeTables, rope_tables
 from jaxeval.models.sharding import READ_CACHE, constrain, host_array, zeros
 
-HEAD_ROWS = 64  # rows of the LM head projected at once: [64, vocab] float32 at a time
+HEAD_BLOCK_BYTES = 32 * 2 ** 20  # float32 logits of one block of LM-head rows, [rows, vocab], at most about this
+HEAD_ROWS = (64, 1024)  # the fewest and the most rows per block (a power of two)
+
+
+def head_rows(k: int, vocab_size: int) -> int:
+    """Rows of the LM head projected at once: as many as fit HEAD_BLOCK_BYTES of float32 logits,
+    within HEAD_ROWS and k (a power of two). Larger blocks make larger matmuls (measured on CPU:
+    the 57M Llama's head over 8,192 rows took 0.79x the time with 256-row blocks as with 64, the
+    same bits); small ones keep [K, vocab] from ever being built (262k vocabularies stay at 64)."""
+    rows = HEAD_ROWS[0]
+    while rows * 2 <= HEAD_ROWS[1] and rows * 2 * vocab_size * 4 <= HEAD_BLOCK_BYTES:
+        rows *= 2
+    return min(rows, k)
 
 
 @functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2, 5))
@@ -88,7 +100,7 @@ def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, confi
 def read_head(params, hidden, tokens, *, config, mesh=None):
     """hidden [K, D], tokens int [K, C] -> top-1 int32 [K], log-probs float32 [K, C]."""
     k, d = hidden.shape
-    rows = min(HEAD_ROWS, k)
+    rows = head_rows(k, config.vocab_size)
 
     def block(args):
         h, t = args
