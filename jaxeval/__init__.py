@@ -1,7 +1,20 @@
 """jaxeval: long-context language-model evaluation in JAX/Flax."""
 
+import logging
+
 __all__ = ["Model", "load_model"]
 __version__ = "0.1.0"
+
+
+class _NoTorchNotice(logging.Filter):
+    """transformers' "PyTorch was not found" notice: jaxeval needs only its tokenizers, so the line
+    would greet every command; every other transformers message still gets through."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("PyTorch was not found")
+
+
+logging.getLogger("transformers").addFilter(_NoTorchNotice())  # before transformers is imported
 
 
 def __getattr__(name):
