@@ -6,6 +6,7 @@ import datetime
 import hashlib
 import json
 
+from jaxeval.results.lm_eval_view import lm_eval_view
 from jaxeval.results.metadata import device_info, git_sha, model_info, package_versions
 
 SCHEMA_VERSION = 1
@@ -65,6 +66,7 @@ def finish_results(results: dict, *, config: dict, config_hash: str, model, run_
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "timing": {**timing, "tokens_read": model.stats["tokens"], "sequences_read": model.stats["reads"]},
     })
+    results["results_lm_eval"] = lm_eval_view(results["results"])  # "<metric>,none" keys (lm-eval's reading)
     return results
 
 

@@ -23,6 +23,23 @@ class LongBenchSettings:
     data: str | None = setting(None, "LongBench JSONL folder (default: embedded sample)")
 
 
+def _stderrs(result: dict, dataset: str, e: bool) -> dict:
+    """score_stderr (LongBench-E: score_<bucket>_stderr) from the per-sample scores, in percent."""
+    from jaxeval.benchmarks.longbench.scoring import bucket_sample_scores
+    from jaxeval.results.lm_eval_view import stderr
+
+    per_sample = result.get("sample_scores", {}).get(dataset)
+    if per_sample is None:
+        return {}
+    if not e:
+        return {"score_stderr": stderr(per_sample, 100.0)}
+    lengths = [output.get("length") for output in result.get("outputs", {}).get(dataset, [])]
+    if len(lengths) != len(per_sample) or any(length is None for length in lengths):
+        return {}
+    return {f"score_{bucket}_stderr": stderr(values, 100.0)
+            for bucket, values in bucket_sample_scores(per_sample, lengths).items()}
+
+
 class LongBench(Benchmark):
     name = "longbench"
     tasks = ("longbench", "longbench_e")
@@ -65,6 +82,7 @@ class LongBench(Benchmark):
         for dataset, score in result["scores"].items():
             leaf = f"{task}/{dataset}"
             results[leaf] = {f"score_{bucket}": value for bucket, value in score.items()} if e else {"score": score}
+            results[leaf].update(_stderrs(result, dataset, e))
             samples = result["samples"][dataset]
             n_samples[leaf] = {"original": None, "effective": sum(samples.values()) if e else samples}
             lengths[leaf] = list(score) if e else None
