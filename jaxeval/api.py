@@ -28,7 +28,8 @@ from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.mesh import make_mesh
 from jaxeval.models.gguf_quantized import LABEL as GGUF_BLOCKS, excluded, quantized_gguf_params
-from jaxeval.models.quant import DEFAULT_GROUP, check_quantize, quantize_params
+from jaxeval.models.checkpoint_quant import folder_scheme, load_quantized_linears
+from jaxeval.models.quant import DEFAULT_GROUP, check_quantize, dequantize_tree, quantize_params
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -169,23 +170,8 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         mesh = make_mesh(mesh, num_heads=config.num_heads, num_kv_heads=config.num_kv_heads)
         check_mesh_fits(config, mesh, prefill_chunk)
         targets = param_shardings(param_shapes(config), mesh)
-    np_dtype = np.dtype(jnp.dtype(DTYPES[dtype]))
-    blocks = {}  # a GGUF's matmul weights kept in their block codes
-    if is_jaxeval_checkpoint(folder):
-        params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=targets)
-    elif targets is None:
-        if source is not None and not dequantize and not quantization:
-            blocks = jax.tree.map(jnp.asarray, quantized_gguf_params(source, config))
-        params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype, tensors=source,
-                                                          exclude=frozenset(excluded(blocks) if blocks else ())))
-    else:
-        params = load_hf_params(folder, config, np_dtype, shardings=targets, tensors=source)
-    if quantization:
-        params = jax.tree.map(jnp.asarray, quantize_params(params, quantize, quant_group))
-    elif blocks and excluded(blocks):
-        params["layers"].update(blocks["layers"])
-        params.update({"lm_head": blocks["lm_head"]} if "lm_head" in blocks else {})
-        quantization = GGUF_BLOCKS
+    params, quantization = _load_params(folder, config, dtype, source, targets, quantization, quant_group,
+                                        dequantize)
     module = build_module(config, params, dtype)
     tokenizer = None
     if load_tokenizer:
@@ -194,6 +180,48 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                  fingerprint=fingerprint(folder, dtype, gguf, quantization), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides, quantization=quantization,
                  generation_eos_ids=generation_eos_ids(folder))
+
+
+def _load_params(folder: Path, config: ModelConfig, dtype: str, source, targets, quantize: str | None,
+                 quant_group: int, dequantize: bool) -> tuple[dict, str | None]:
+    """The parameters, and the label of how their matmul weights are held (Model.quantization).
+
+    quantize: check_quantize's label (rounded at load) or None. A quantized checkpoint's weights
+    (GGUF blocks; GPTQ, AWQ, compressed-tensors, FP8 safetensors) stay quantized unless dequantize
+    or quantize; a GGUF dequantized takes gguf's own dequantization (the path transformers takes).
+    """
+    np_dtype = np.dtype(jnp.dtype(DTYPES[dtype]))
+    if is_jaxeval_checkpoint(folder):
+        params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=targets)
+        return _rounded(params, quantize, quant_group), quantize
+    scheme = None if source is not None else folder_scheme(folder)  # GPTQ, AWQ, compressed-tensors, FP8
+    if targets is not None:
+        if scheme is not None:
+            raise ConfigError(f"{folder}: a {scheme.method} checkpoint on a mesh is not supported yet")
+        return load_hf_params(folder, config, np_dtype, shardings=targets, tensors=source), None
+    blocks, label = {}, None
+    if scheme is not None:
+        blocks, label = load_quantized_linears(folder, config, scheme), scheme.label
+        if dequantize or quantize:
+            blocks, label = dequantize_tree(blocks, np_dtype), f"{label}-dequantized"
+    elif source is not None and not (dequantize or quantize):
+        blocks, label = quantized_gguf_params(source, config), GGUF_BLOCKS
+    blocks = jax.tree.map(jnp.asarray, blocks)
+    params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype, tensors=source,
+                                                      exclude=frozenset(excluded(blocks) if blocks else ())))
+    if blocks:
+        params["layers"].update(blocks["layers"])
+        params.update({"lm_head": blocks["lm_head"]} if "lm_head" in blocks else {})
+    if not quantize:
+        return params, label if blocks and excluded(blocks) else None
+    return _rounded(params, quantize, quant_group), f"{label}+{quantize}" if label else quantize
+
+
+def _rounded(params: dict, label: str | None, group: int) -> dict:
+    """params with every matmul weight rounded to `label`'s kind (int8, int4-g128, fp8) at load."""
+    if not label:
+        return params
+    return jax.tree.map(jnp.asarray, quantize_params(params, label.split("-")[0], group))
 
 
 def generation_eos_ids(folder: Path) -> tuple[int, ...]:

@@ -21,7 +21,8 @@ from jaxeval.models.safetensors_io import SafetensorsFolder
 _PREFIXES = ("model.", "model.language_model.", "language_model.model.", "")
 
 
-def _prefix(st: SafetensorsFolder) -> str:
+def text_prefix(st: SafetensorsFolder) -> str:
+    """The prefix of the text model's tensor names in st (model., model.language_model., ...)."""
     for prefix in _PREFIXES:
         if f"{prefix}{TOP['embed'].hf}" in st:
             return prefix
@@ -45,7 +46,7 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
     st = SafetensorsFolder(folder) if tensors is None else tensors
     if is_hybrid(c):  # Qwen3.5: its own names and stacks; one device (hybrid_layout.check_no_mesh)
         return load_hybrid_params(st, c, dtype)
-    prefix = _prefix(st)
+    prefix = text_prefix(st)
     shapes = param_shapes(c)
     shapes = {name: shape for name, shape in shapes.items() if name not in exclude}
     shapes["layers"] = {name: shape for name, shape in shapes["layers"].items() if name not in exclude}

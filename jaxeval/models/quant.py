@@ -203,3 +203,17 @@ def param_bytes(params) -> int:
     """Bytes the parameters hold (codes, scales and zero points counted as stored)."""
     leaves = jax.tree.leaves(params)
     return sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in leaves)
+
+
+def dequantize_tree(tree, dtype):
+    """Every Quantized weight of a parameter tree ({"layers": {...}, ...}) rebuilt as a dense array."""
+    def rebuild(w, stacked):
+        if not isinstance(w, Quantized):
+            return w
+        return jax.vmap(dense_weight, in_axes=(0, None))(w, dtype) if stacked else dense_weight(w, dtype)
+
+    out = {name: rebuild(w, False) for name, w in tree.items() if name != "layers"}
+    if "layers" in tree:
+        out["layers"] = {name: rebuild(w, True) for name, w in tree["layers"].items()}
+    return out
+
