@@ -13,6 +13,7 @@ import dataclasses
 
 import numpy as np
 
+from jaxeval.api import Model
 from jaxeval.engine.backend import ReadResult
 from jaxeval.engine.buckets import length_bucket
 from jaxeval.errors import InputTooLongError
@@ -51,16 +52,9 @@ class CountingModel:
         self.stats = {"reads": 0, "tokens": 0}
         self.recorder = Recorder()
 
-    @property
-    def max_length(self) -> int:
-        return self.config.context_limit + 1
-
-    @property
-    def eos_token_ids(self) -> frozenset[int]:
-        ids = set(self.config.eos_token_ids) | set(self.generation_eos_ids)
-        if getattr(self.tokenizer, "eos_token_id", None) is not None:
-            ids.add(int(self.tokenizer.eos_token_id))
-        return frozenset(ids)
+    # the real Model's rules, from the same fields (config, generation_eos_ids, tokenizer)
+    max_length = Model.max_length
+    eos_token_ids = Model.eos_token_ids
 
     def read(self, ids, positions, tokens) -> ReadResult:
         from jaxeval.engine.read import check_read_request
