@@ -24,6 +24,7 @@ from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tok
 from jaxeval.models.decoder import Decoder
 from jaxeval.models.hybrid import HybridDecoder
 from jaxeval.models.hybrid_layout import is_hybrid
+from jaxeval.models.kv_policy import KVPolicy, check_policy, check_supported, from_flags
 from jaxeval.models.param_layout import param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.mesh import make_mesh
@@ -50,6 +51,7 @@ class Model:
     config_overrides: dict = dataclasses.field(default_factory=dict)  # config.json fields replaced at load
     quantization: str | None = None  # "int8", "int4-g128", "fp8": weights quantized at load (jaxeval.models.quant)
     generation_eos_ids: tuple[int, ...] = ()  # generation_config.json's eos_token_id (one id or a list)
+    kv_cache: str | None = None  # the KV-cache policy's label (jaxeval.models.kv_policy); None: the exact cache
 
     def __post_init__(self):
         self._params = self.module.params()
@@ -126,7 +128,7 @@ def default_dtype() -> str:
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
                prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True,
                quantize: str | None = None, quant_group: int = DEFAULT_GROUP, dequantize: bool = False,
-               **config_overrides) -> Model:
+               kv_cache: KVPolicy | str | None = None, **config_overrides) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
 
     config_overrides replace config.json fields, as model cards enable long context, e.g.
@@ -141,6 +143,9 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     A GGUF checkpoint's block-quantized matmul weights stay in their codes on the device the same
     way (jaxeval.models.gguf_quantized; quantization "gguf-blocks"), unless dequantize=True, on a
     mesh, or with quantize, when every tensor is dequantized at load as transformers does.
+    kv_cache: a KV-cache policy for reads and generation (jaxeval.models.kv_policy): "int8", "fp8",
+    "streaming", "snapkv" (their default settings) or a KVPolicy; None or "exact": the exact cache.
+    It is recorded (Model.kv_cache) and part of the fingerprint.
     lm_head=False: a trunk-only checkpoint (a sentence-embedding model): no LM head is read and the
     embedding stands in for it, so only final_states() means anything.
     The weights are read straight into their shardings (jaxeval.models.sharding), each process
@@ -165,6 +170,10 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     if not lm_head:
         config = dataclasses.replace(config, tie_word_embeddings=True)
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
+    policy = check_policy(kv_cache) if isinstance(kv_cache, KVPolicy) else from_flags(kv_cache)
+    check_supported(policy, config, mesh, attention)
+    config = dataclasses.replace(config, kv_cache=policy)
+    kv_label = policy.label if policy else None
     targets = None
     if mesh is not None:
         mesh = make_mesh(mesh, num_heads=config.num_heads, num_kv_heads=config.num_kv_heads)
@@ -177,9 +186,9 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     if load_tokenizer:
         tokenizer = load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder)
     return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
-                 fingerprint=fingerprint(folder, dtype, gguf, quantization), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
+                 fingerprint=fingerprint(folder, dtype, gguf, quantization, kv_label), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides, quantization=quantization,
-                 generation_eos_ids=generation_eos_ids(folder))
+                 generation_eos_ids=generation_eos_ids(folder), kv_cache=kv_label)
 
 
 def _load_params(folder: Path, config: ModelConfig, dtype: str, source, targets, quantize: str | None,
@@ -282,16 +291,19 @@ def load_tokenizer_from(folder: Path):
         raise CheckpointError(f"{folder}: tokenizer files present but unreadable ({type(e).__name__}: {e})") from None
 
 
-def fingerprint(folder: Path, dtype: str, gguf: Path | None = None, quantization: str | None = None) -> str:
+def fingerprint(folder: Path, dtype: str, gguf: Path | None = None, quantization: str | None = None,
+                kv_cache: str | None = None) -> str:
     """Hash of the config, the weights' content (sampled), the dtype, the tokenizer and the chat
     template (jaxeval.fingerprint; the journal names the part that differs), and the quantization
-    applied at load, if any. A GGUF file holds all of them: its sampled content and the dtype."""
+    applied at load and the KV-cache policy, if any. A GGUF file holds all of them: its sampled
+    content and the dtype."""
     from jaxeval.fingerprint import model_fingerprint, sampled_digest
 
     if gguf is not None:
-        label = f"gguf:{sampled_digest(gguf)}:{dtype}" + (f":{quantization}" if quantization else "")
+        label = (f"gguf:{sampled_digest(gguf)}:{dtype}" + (f":{quantization}" if quantization else "")
+                 + (f":kv={kv_cache}" if kv_cache else ""))
         return hashlib.sha256(label.encode()).hexdigest()[:16]
-    return model_fingerprint(folder, dtype, quantization)
+    return model_fingerprint(folder, dtype, quantization, kv_cache)
 
 
 def convert(src: str | Path, dst: str | Path, dtype: str | None = None) -> Path:

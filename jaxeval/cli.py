@@ -40,6 +40,20 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
     p.add_argument("--dequantize", type=_yes_no, default=False, metavar="{true,false}",
                    help="a GGUF checkpoint: dequantize every tensor at load (float, as transformers does) "
                         "instead of keeping the matmul weights in their block codes on the device")
+    p.add_argument("--kv_cache", default="exact", metavar="{exact,int8,fp8,streaming,snapkv}",
+                   help="KV-cache policy of reads and generation (recorded; part of the run name): int8 / fp8 codes "
+                        "with a float32 scale per token and head; streaming: attention sinks plus a recent window "
+                        "(StreamingLLM, RoPE at the original positions); snapkv: a prompt compressed to --kv_budget "
+                        "positions per layer and KV head before generating (generation only)")
+    p.add_argument("--kv_sinks", type=int, default=None, help="streaming: first positions every query sees (4)")
+    p.add_argument("--kv_window", type=int, default=None,
+                   help="streaming: last positions every query sees, itself included (4096)")
+    p.add_argument("--kv_budget", type=int, default=None,
+                   help="snapkv: prompt positions kept per layer and KV head, the observation window included (1024)")
+    p.add_argument("--kv_observe", type=int, default=None,
+                   help="snapkv: the prompt's last tokens whose attention votes, all kept (32)")
+    p.add_argument("--kv_kernel", type=int, default=None, help="snapkv: pooling width of the votes, odd (7)")
+    p.add_argument("--kv_pool", choices=("max", "avg"), default=None, help="snapkv: vote pooling (max)")
     p.add_argument("--mesh", default=None,
                    help="device mesh, e.g. data=2,tensor=2,context=2 (axes data, fsdp, tensor, context; unnamed = 1), "
                         "or auto; default: one device. Multi-host: set JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, "
@@ -52,11 +66,19 @@ def _load(args):
     from jaxeval.inputs import check_model_folder
 
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.distributed)
+    kv_cache = kv_policy_of(args)  # a bad policy is refused before the model folder is read
     check_model_folder(resolve_model_path(args.model))
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), quantize=getattr(args, "quantize", None),
                       quant_group=getattr(args, "quant_group", 128), dequantize=getattr(args, "dequantize", False),
-                      **getattr(args, "config_overrides", {}))
+                      kv_cache=kv_cache, **getattr(args, "config_overrides", {}))
+
+
+def kv_policy_of(args):
+    """The KVPolicy of --kv_cache and its --kv_<name> settings (None: the exact cache)."""
+    from jaxeval.models.kv_policy import FLAGS, from_flags
+
+    return from_flags(getattr(args, "kv_cache", None), **{name: getattr(args, f"kv_{name}", None) for name in FLAGS})
 
 
 def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:

@@ -37,6 +37,7 @@ PARTS = {  # identity part -> how a refusal names it
     "tokenizer": "the tokenizer files",
     "chat_template": "the chat template",
     "quantization": "the quantization applied at load",
+    "kv_cache": "the KV-cache policy",
 }
 
 _known: dict[str, dict] = {}  # fingerprint -> its parts, for journals of models loaded in this process
@@ -102,7 +103,8 @@ def sampled_digest(path: Path) -> str:
     return _digest(h)
 
 
-def model_identity(folder: str | Path, dtype: str, quantization: str | None = None) -> dict:
+def model_identity(folder: str | Path, dtype: str, quantization: str | None = None,
+                   kv_cache: str | None = None) -> dict:
     folder = Path(folder)
     weights = hashlib.sha256()
     for path in weight_files(folder):
@@ -111,12 +113,15 @@ def model_identity(folder: str | Path, dtype: str, quantization: str | None = No
              "tokenizer": _hash_files(folder, TOKENIZER_FILES), "chat_template": chat_template_digest(folder)}
     if quantization:  # only when quantized at load, so that unquantized fingerprints stay as they were
         parts["quantization"] = quantization
+    if kv_cache:  # a KV-cache policy's label (jaxeval.models.kv_policy); the exact cache adds nothing
+        parts["kv_cache"] = kv_cache
     return parts
 
 
-def model_fingerprint(folder: str | Path, dtype: str, quantization: str | None = None) -> str:
+def model_fingerprint(folder: str | Path, dtype: str, quantization: str | None = None,
+                      kv_cache: str | None = None) -> str:
     """One 16-hex hash of model_identity(); its parts stay known to identity_parts()."""
-    parts = model_identity(folder, dtype, quantization)
+    parts = model_identity(folder, dtype, quantization, kv_cache)
     fingerprint = _digest(hashlib.sha256(json.dumps(parts, sort_keys=True).encode()))
     _known[fingerprint] = parts
     return fingerprint

@@ -29,6 +29,7 @@ import numpy as np
 from jaxeval.engine.buckets import chunk_size, length_bucket
 from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
 from jaxeval.engine.sampling import choose_tokens, prompt_keys
+from jaxeval.engine.snapkv import snapkv_masks
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.attention import decode_attention
 from jaxeval.models import hybrid
@@ -36,6 +37,7 @@ from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
 from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers
 from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
+from jaxeval.models.kv_policy import attention_window, new_kv_cache, stored_kv
 from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, replicated, zeros
 
@@ -67,34 +69,38 @@ def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, rope, *, config
     any query can see them (a query at position q sees keys <= q only).
     """
     c = chunk_ids.shape[1]
-    row_cache = tuple(jnp.swapaxes(take_row(cache, row, mesh, DECODE_CACHE), 0, 1)
-                      for cache in (cache_k, cache_v))  # [L, 1, S, KV, hd], run_layers' layout
+    row_cache = tuple(jax.tree.map(lambda c: jnp.swapaxes(take_row(c, row, mesh, DECODE_CACHE), 0, 1), cache)
+                      for cache in (cache_k, cache_v))  # [L, 1, S, KV, hd], run_layers' layout (QuantKV leaf by leaf)
     x = embed_tokens(params, config, chunk_ids)
     _, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), row_cache, start, backend, mesh,
                                    cache_sharded=False, rope=rope)  # decode reads the whole sequence: kept unsplit
-    cache_k = write_row(cache_k, jnp.swapaxes(k_new, 0, 1), row, start, mesh, DECODE_CACHE)
-    cache_v = write_row(cache_v, jnp.swapaxes(v_new, 0, 1), row, start, mesh, DECODE_CACHE)
+    cache_k, cache_v = (jax.tree.map(lambda c, n: write_row(c, jnp.swapaxes(n, 0, 1), row, start, mesh, DECODE_CACHE),
+                                     cache, new) for cache, new in ((cache_k, k_new), (cache_v, v_new)))
     return constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE)
 
 
-def _decode_row(params, cache_k, cache_v, token, position, rope, config):
+def _decode_row(params, cache_k, cache_v, token, position, rope, config, keep=None):
     """One sequence, one token: token (int scalar) at `position`; cache [L, S, KV, hd] holding positions < position.
 
     rope: this row's RopeTables (inv_freq [L, R/2], scale [L]) for a sequence of position + 1 tokens.
     Each layer writes its K/V at `position` into the cache (carried through the layer scan, so the
-    write is in place) and attends from it. Returns (float32 logits [V] of the next token, cache).
+    write is in place) and attends from it. keep: None, or this row's SnapKV mask [L, S, KV].
+    Returns (float32 logits [V] of the next token, cache).
     """
     windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
     positions = position + jnp.arange(1)
+    policy = config.kv_cache
 
     def layer(carry, xs):
         x, cache_k, cache_v = carry
         lp, inv_freq, scale, window, i = xs
         q, k, v = attention_inputs(lp, config, x, positions, (inv_freq, scale))  # [1, 1, H or KV, hd]
-        cache_k = jax.lax.dynamic_update_slice(cache_k, k.astype(cache_k.dtype), (i, position, 0, 0))
-        cache_v = jax.lax.dynamic_update_slice(cache_v, v.astype(cache_v.dtype), (i, position, 0, 0))
+        cache_k, cache_v = (jax.tree.map(lambda c, n: jax.lax.dynamic_update_slice(c, n.astype(c.dtype),
+                                                                                   (i, position, 0, 0)),
+                                         cache, stored_kv(policy, new)) for cache, new in ((cache_k, k), (cache_v, v)))
+        window, sinks = attention_window(policy, window)
         attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, window, config.attention_scale,
-                                config.attn_logit_softcap)
+                                config.attn_logit_softcap, keep=keep, **sinks)
         return (layer_output(lp, config, x, attn[None, None]), cache_k, cache_v), None
 
     x = embed_tokens(params, config, token[None, None])
@@ -104,21 +110,22 @@ def _decode_row(params, cache_k, cache_v, token, position, rope, config):
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1, 2))
-def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, rope, suppress=None, *,
-                config, mesh=None):
+def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, rope, suppress=None, keep=None,
+                *, config, mesh=None):
     """Feed tokens int [B] at positions int [B] (one per row); write their K/V; sample the next tokens.
 
     rope: RopeTables per row (inv_freq [B, L, R/2], scale [B, L]), each for that row's position + 1
     tokens: transformers recomputes a length-dependent rope at every step of a one-prompt generation.
     suppress: None, or float32 [V] added to every row's logits (-inf at the EOS and stop ids while
     fewer than min_new_tokens are out, as transformers' MinNewTokensLengthLogitsProcessor).
+    keep: None, or bool [B, L, S, KV], the slots each row's layers and KV heads see (SnapKV).
 
     cache_k, cache_v [B, L, S, KV, hd], donated and updated in place (on a mesh: rows over
     data/fsdp, K/V heads over tensor, the sequence whole). Tokens and positions come back replicated.
     Returns (next tokens int32 [B], positions + 1, cache_k, cache_v).
     """
-    logits, cache_k, cache_v = jax.vmap(_decode_row, in_axes=(None, 0, 0, 0, 0, 0, None))(
-        params, cache_k, cache_v, tokens, positions, rope, config)
+    logits, cache_k, cache_v = jax.vmap(_decode_row, in_axes=(None, 0, 0, 0, 0, 0, None, 0))(
+        params, cache_k, cache_v, tokens, positions, rope, config, keep)
     if suppress is not None:  # the first min_new_tokens steps: end-of-generation ids cannot be chosen
         logits = logits + suppress
     chosen = choose_tokens(logits, keys, positions, temperature, top_p)
@@ -276,7 +283,8 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
         cache = hybrid.new_cache(config, b, cache_len, dtype)
     else:
         cache_shape = (b, config.num_layers, cache_len, config.num_kv_heads, config.head_dim)
-        cache = zeros(cache_shape, dtype, mesh, DECODE_CACHE), zeros(cache_shape, dtype, mesh, DECODE_CACHE)
+        cache = tuple(new_kv_cache(config.kv_cache, cache_shape, dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
+                      for _ in range(2))
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
         padded[0, :prompt.size] = prompt
@@ -290,6 +298,8 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
                                            backend=backend)
             else:
                 cache = prefill_row(params, *cache, chunk_ids, at, row, rope, config=config, backend=backend, mesh=mesh)
+    snapkv = config.kv_cache is not None and config.kv_cache.kind == "snapkv"
+    keep = snapkv_masks(params, config, cache, prompts) if snapkv else None  # the compressed prompts' slots
 
     ids = np.zeros(b, np.int32)
     ids[:n] = prompt_ids
@@ -317,7 +327,8 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
             return decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_p, rope, step_bias,
                                       config=config)
         chosen, positions, cache_k, cache_v = decode_step(params, *cache, tokens, positions, keys, temperature, top_p,
-                                                          rope, step_bias, config=config, mesh=mesh)
+                                                          rope, step_bias, keep if fed else None, config=config,
+                                                          mesh=mesh)  # SnapKV: the first token sees the whole prompt
         return chosen, positions, (cache_k, cache_v)
 
     upcoming, positions, cache = step(host_array(last, mesh), host_array(lengths - 1, mesh), cache, 0)

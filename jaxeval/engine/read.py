@@ -21,6 +21,7 @@ from jaxeval.models.context import write_chunk
 from jaxeval.models import hybrid
 from jaxeval.models.decoder import embed_tokens, final_logits, run_layers
 from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
+from jaxeval.models.kv_policy import check_read, new_kv_cache
 from jaxeval.models.rope import RopeTables, rope_tables
 from jaxeval.models.sharding import READ_CACHE, constrain, host_array, zeros
 
@@ -53,8 +54,8 @@ def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at,
     x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start, backend,
                                    mesh, rope=rope)
     # on a mesh each sequence shard of the cache writes its own part of the chunk
-    cache_k = write_chunk(cache_k, k_new, start, mesh, READ_CACHE)
-    cache_v = write_chunk(cache_v, v_new, start, mesh, READ_CACHE)
+    cache_k, cache_v = (jax.tree.map(lambda c, n: write_chunk(c, n, start, mesh, READ_CACHE), cache, new)
+                        for cache, new in ((cache_k, k_new), (cache_v, v_new)))  # leaf by leaf: QuantKV codes, scales
     hidden = _gather_rows(x, start, hidden, gather_at)
     return (constrain(cache_k, mesh, *READ_CACHE), constrain(cache_v, mesh, *READ_CACHE),
             constrain(hidden, mesh, "read_rows", "hidden"))
@@ -78,12 +79,15 @@ def prefill_hybrid_chunk(params, cache, chunk_ids, start, hidden, gather_at, rop
 
 
 def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None):
-    """The cache a read carries from chunk to chunk: (k, v) [L, 1, bucket, KV, hd], or a hybrid's HybridCache."""
+    """The cache a read carries from chunk to chunk: (k, v) [L, 1, bucket, KV, hd] (under an int8 / fp8
+    policy, QuantKV codes and scales), or a hybrid's HybridCache."""
+    check_read(config)  # every read path starts here; SnapKV is for generation only
     if is_hybrid(config):
         check_no_mesh(config, mesh)
         return hybrid.new_cache(config, 1, bucket, dtype)
     shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
-    return zeros(shape, dtype, mesh, READ_CACHE), zeros(shape, dtype, mesh, READ_CACHE)
+    return tuple(new_kv_cache(config.kv_cache, shape, dtype, lambda s, d: zeros(s, d, mesh, READ_CACHE))
+                 for _ in range(2))
 
 
 def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention_mask import MASK_VALUE, visible
+from jaxeval.models.kv_policy import dense_kv
 
 
 def _scores(q, k, scale, softcap):
@@ -45,22 +46,27 @@ def _group(q, num_kv):
     return q.reshape(b, t, num_kv, h // num_kv, d)
 
 
-def xla_attention(q, k, v, q_start, window, scale, softcap=None):
+def attention_probs(q, k, q_start, window, scale, softcap=None, sinks=None):
+    """The softmax of xla attention: q [B,T,H,hd], k [B,S,KV,hd] -> float32 [B,KV,G,T,S] (G = H / KV)."""
+    s = _scores(_group(q, k.shape[2]), k, scale, softcap)
+    q_pos = q_start + jnp.arange(q.shape[1])
+    s = jnp.where(visible(q_pos, jnp.arange(k.shape[1]), window, sinks), s, MASK_VALUE)
+    return jax.nn.softmax(s, axis=-1)
+
+
+def xla_attention(q, k, v, q_start, window, scale, softcap=None, sinks=None):
     b, t, h, d = q.shape
-    qg = _group(q, k.shape[2])
-    s = _scores(qg, k, scale, softcap)
-    q_pos = q_start + jnp.arange(t)
-    s = jnp.where(visible(q_pos, jnp.arange(k.shape[1]), window), s, MASK_VALUE)
-    p = jax.nn.softmax(s, axis=-1)
+    p = attention_probs(q, k, q_start, window, scale, softcap, sinks)
     out = jnp.einsum("bkgts,bskd->btkgd", p.astype(v.dtype), v, preferred_element_type=jnp.float32)
     return out.reshape(b, t, h, d).astype(q.dtype)
 
 
-def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256, block_k=512):
+def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256, block_k=512, sinks=None):
     """Blockwise attention; the query heads of one KV group are folded into the rows of one matmul.
 
     Folding G = H / KV query heads into [KV, G * block_q, hd] rows makes every step two large
-    batched matmuls (batch KV), which is what keeps this fast on CPU.
+    batched matmuls (batch KV), which is what keeps this fast on CPU. sinks (None or an int
+    scalar): the key blocks holding the first `sinks` positions are visited too, before the window's.
     """
     b, t, h, d = q.shape
     s_len, num_kv = k.shape[1], k.shape[2]
@@ -85,7 +91,7 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256
             s = jnp.einsum("bkrd,bksd->bkrs", rows, kb, preferred_element_type=jnp.float32) * scale
             if softcap:
                 s = jnp.tanh(s / softcap) * softcap
-            s = jnp.where(visible(row_pos, j * bk + jnp.arange(bk), window), s, MASK_VALUE)
+            s = jnp.where(visible(row_pos, j * bk + jnp.arange(bk), window, sinks), s, MASK_VALUE)
             m_new = jnp.maximum(m, s.max(axis=-1))
             p = jnp.exp(s - m_new[..., None])
             alpha = jnp.exp(m - m_new)
@@ -95,6 +101,8 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256
         shape = (b, num_kv, bq * g)
         init = (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
                 jnp.zeros(shape + (d,), jnp.float32))
+        if sinks is not None:  # the sinks' blocks that lie before the window's first
+            init = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block, init)
         _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
         return (acc / l[..., None]).reshape(b, num_kv, bq, g, d)
 
@@ -102,13 +110,16 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256
     return out.transpose(1, 0, 3, 2, 4, 5).reshape(b, t, h, d).astype(q.dtype)
 
 
-def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512):
+def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512, sinks=None,
+                     keep=None):
     """One query against one layer of a stacked KV cache, for token-by-token decoding.
 
-    q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written);
-    layer, position int scalars. Key blocks are sliced straight out of the stacked cache and only
-    those the query can see (causal, sliding window) are visited, so the cache is never copied
-    (every backend decodes with this: one query row has no long query blocks to tile).
+    q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written;
+    a quantized cache's QuantKV codes, rebuilt block by block in q's dtype); layer, position int
+    scalars. Key blocks are sliced straight out of the stacked cache and only those the query can
+    see (causal, sliding window, sinks) are visited, so the cache is never copied (every backend
+    decodes with this: one query row has no long query blocks to tile). keep: None, or bool
+    [L, S, KV], the slots each KV head still sees (a SnapKV-compressed prompt).
     """
     h, d = q.shape
     s_len, num_kv = cache_k.shape[1], cache_k.shape[2]
@@ -121,13 +132,17 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
 
     def key_block(j, carry):
         m, l, acc = carry
-        kb = jax.lax.dynamic_slice(cache_k, (layer, j * bk, 0, 0), (1, bk, num_kv, d))[0]  # [bk, KV, hd]
-        vb = jax.lax.dynamic_slice(cache_v, (layer, j * bk, 0, 0), (1, bk, num_kv, d))[0]
+        kb, vb = (_cache_block(cache, layer, j * bk, bk, q.dtype) for cache in (cache_k, cache_v))  # [bk, KV, hd]
         s = jnp.einsum("kgd,skd->kgs", rows, kb, preferred_element_type=jnp.float32) * scale
         if softcap:
             s = jnp.tanh(s / softcap) * softcap
         diff = position - (j * bk + jnp.arange(bk))
-        s = jnp.where((diff >= 0) & ((window <= 0) | (diff < window)), s, MASK_VALUE)
+        seen = (diff >= 0) & ((window <= 0) | (diff < window))
+        if sinks is not None:
+            seen = seen | ((diff >= 0) & (j * bk + jnp.arange(bk) < sinks))
+        if keep is not None:  # [bk, KV] -> [KV, 1, bk]
+            seen = seen & jax.lax.dynamic_slice(keep, (layer, j * bk, 0), (1, bk, num_kv))[0].T[:, None, :]
+        s = jnp.where(seen, s, MASK_VALUE)
         m_new = jnp.maximum(m, s.max(axis=-1))
         p = jnp.exp(s - m_new[..., None])
         alpha = jnp.exp(m - m_new)
@@ -137,8 +152,17 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
     shape = (num_kv, h // num_kv)
     init = (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
             jnp.zeros(shape + (d,), jnp.float32))
+    if sinks is not None:  # the sinks' blocks that lie before the window's first
+        init = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block, init)
     _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
     return (acc / l[..., None]).reshape(h, d).astype(q.dtype)
+
+
+def _cache_block(cache, layer, start, size, dtype):
+    """Slots start .. start + size - 1 of one layer of a stacked cache [L, S, KV, hd] -> [size, KV, hd]:
+    the stored array's own dtype, or a quantized cache's codes rebuilt in dtype."""
+    block = jax.tree.map(lambda c: jax.lax.dynamic_slice(c, (layer, start, 0, 0), (1, size) + c.shape[2:])[0], cache)
+    return dense_kv(block, dtype)
 
 
 # ----------------------------------------------------------------------------------------------

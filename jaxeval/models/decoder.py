@@ -17,6 +17,7 @@ from flax import nnx
 
 from jaxeval.models.attention import get_attention
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.kv_policy import attention_window, dense_kv, stored_kv, write_kv
 from jaxeval.models.context import mesh_attention, stripe_order
 from jaxeval.models.quant import dense_weight
 from jaxeval.models.param_layout import param, param_shapes
@@ -144,11 +145,14 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
     On a mesh, attention runs per shard (jaxeval.models.context.mesh_attention); with context
     parallelism x and positions come in striped token order; cache_sharded: the cache is split
     over `context` along the sequence (the read cache) rather than whole (generate's).
-    Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd] in natural token order.
+    Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd] in natural token order (under an
+    int8 / fp8 KV cache, their QuantKV codes and scales: what the cache stores).
     """
     q, k, v = attention_inputs(lp, c, x, positions, rope)
+    policy = getattr(c, "kv_cache", None)  # jaxeval.models.kv_policy; None: the exact cache
+    k, v = stored_kv(policy, k), stored_kv(policy, v)  # an int8 / fp8 cache: the chunk's codes, before it attends
     attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
-    if mesh is not None:
+    if mesh is not None:  # (KV-cache policies are refused on a mesh at load)
         q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
         attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale, c.attn_logit_softcap,
                                     mesh, cache_sharded)
@@ -156,10 +160,11 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
         if cache is None:
             keys, values, q_start = k, v, 0
         else:
-            keys = jax.lax.dynamic_update_slice_in_dim(cache[0], k.astype(cache[0].dtype), start, axis=1)
-            values = jax.lax.dynamic_update_slice_in_dim(cache[1], v.astype(cache[1].dtype), start, axis=1)
+            keys, values = write_kv(cache[0], k, start), write_kv(cache[1], v, start)
             q_start = start
-        attn = attend(q, keys, values, q_start, window, c.attention_scale, c.attn_logit_softcap)
+        window, sinks = attention_window(policy, window)
+        attn = attend(q, dense_kv(keys, q.dtype), dense_kv(values, q.dtype), q_start, window, c.attention_scale,
+                      c.attn_logit_softcap, **sinks)
     if c.attention_output_gate:
         attn = attn * output_gate(lp, c, x).astype(attn.dtype)
     x = layer_output(lp, c, x, attn)

@@ -39,7 +39,8 @@ def model_info(model) -> dict:
             "mesh": None if mesh is None else {str(k): int(v) for k, v in mesh.shape.items()},
             "prefill_chunk": getattr(model, "prefill_chunk", None),
             "config_overrides": getattr(model, "config_overrides", {}),
-            "quantization": getattr(model, "quantization", None), "param_bytes": _param_bytes(model)}
+            "quantization": getattr(model, "quantization", None), "kv_cache": getattr(model, "kv_cache", None),
+            "param_bytes": _param_bytes(model)}
 
 
 def _param_bytes(model) -> int | None:

@@ -14,12 +14,14 @@ from jaxeval.results.storage import join
 
 # Shared flags that cannot change a single number of the results, or whose effect the model
 # fingerprint already holds (model; quantize, quant_group, dequantize: jaxeval.fingerprint's "quantization"
-# part, present only when quantized) (docs/results_schema.md). Every other shared flag is hashed
+# part, present only when quantized; the kv_* flags: its "kv_cache" part, present only with a policy)
+# (docs/results_schema.md). Every other shared flag is hashed
 # into config_hash, and so are the settings of the benchmarks whose tasks run, except those their
 # Settings mark hashed=False; no other benchmark's settings are (they cannot rename the run).
-NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", "batch_size", "output_path", "out",
-                        "log_samples", "config", "host_split", "func", "command", "journal", "journal_mode", "model_args",
-                        "judge_timeout", "judge_retries", "judge_max_failures",
+KV_FLAGS = ("kv_cache", "kv_sinks", "kv_window", "kv_budget", "kv_observe", "kv_kernel", "kv_pool")
+NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", *KV_FLAGS, "batch_size", "output_path",
+                        "out", "log_samples", "config", "host_split", "func", "command", "journal", "journal_mode",
+                        "model_args", "judge_timeout", "judge_retries", "judge_max_failures",
                         "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json"})  # the plan's
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode"})
 
@@ -116,7 +118,7 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
     actions = {a.dest: a for a in parser._actions}
     model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh", "quantize", "quant_group",
-                   "dequantize"} & set(actions)
+                   "dequantize", *KV_FLAGS} & set(actions)
     args.config_overrides = {}  # config.json fields (CONFIG_OVERRIDES): hashed into the run and recorded
     for key, value in parse_model_args(args.model_args).items():
         dest = "model" if key == "pretrained" else key
