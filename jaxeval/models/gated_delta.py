@@ -162,9 +162,11 @@ def chunk_gated_delta_rule(q, k, v, g, beta, state=None, chunk_size=64, qk_l2nor
     A = jnp.einsum("...id,...jd->...ij", k_beta, k, precision=_HI) * decay
     A = jnp.where(jnp.tril(jnp.ones((C, C), bool), -1), A, 0.0)
     L = A + jnp.eye(C, dtype=A.dtype)
-    solve = lambda rhs: jax.lax.linalg.triangular_solve(L, rhs, left_side=True, lower=True, unit_diagonal=True)
-    u_v = solve(v * beta[..., None])  # [N,B,H,C,dv]: u = u_v - w_k @ S0
-    w_k = solve(k_beta * jnp.exp(G)[..., None])  # [N,B,H,C,dk]
+    # One solve for both right-hand sides: on CPU, jaxlib's trsm splits its batch over XLA's intra-op pool
+    # and waits for it, so two solves running at once on a two-thread pool deadlock (seen on 2 cores).
+    rhs = jnp.concatenate([v * beta[..., None], k_beta * jnp.exp(G)[..., None]], axis=-1)
+    solved = jax.lax.linalg.triangular_solve(L, rhs, left_side=True, lower=True, unit_diagonal=True)
+    u_v, w_k = solved[..., :dv], solved[..., dv:]  # [N,B,H,C,dv], [N,B,H,C,dk]: u = u_v - w_k @ S0
     scores = jnp.einsum("...id,...jd->...ij", q, k, precision=_HI) * decay  # [N,B,H,C,C]
     q_read = q * jnp.exp(G)[..., None]  # reads S0 decayed to position i
     k_write = k * jnp.exp(G[..., -1:] - G)[..., None]  # writes decayed to the chunk end
