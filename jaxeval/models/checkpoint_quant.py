@@ -36,7 +36,7 @@ import numpy as np
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.param_layout import TOP, fused_rows, hf_name, param_shapes
-from jaxeval.models.quant import Quantized, contraction_dims, pack_int4, stack
+from jaxeval.models.quant import Quantized, layer_matmuls, pack_int4, stack
 
 METHODS = ("gptq", "awq", "compressed-tensors", "fp8")
 AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # nibble k of an AWQ word holds output column AWQ_ORDER[k] of its 8
@@ -214,17 +214,13 @@ def quantized_checkpoint_params(st, c: ModelConfig, scheme: Scheme, prefix: str)
     reader = _Reader(st, scheme)
     shapes = param_shapes(c)
     out: dict = {"layers": {}}
-    for name, shape in shapes["layers"].items():
-        n_in = contraction_dims(name)
-        if not n_in:
-            continue
+    for name, in_shape, out_shape in layer_matmuls(shapes["layers"]):
         base = f"{prefix}layers.{{i}}.{hf_name(name, c).removesuffix('.weight')}"
         if fused_rows(name, c) is not None:
             raise ConfigError(f"{st.folder}: a {scheme.method} checkpoint of a fused projection ({hf_name(name, c)}) "
                               "is not supported")
         if not is_stored_quantized(st, base.format(i=0), scheme):
             continue  # left unquantized by the quantizer (e.g. a layer it skipped): the float path reads it
-        in_shape, out_shape = tuple(shape[1:1 + n_in]), tuple(shape[1 + n_in:])
         layers = [_quantized(reader.layer(base.format(i=i), math.prod(out_shape), math.prod(in_shape)),
                              in_shape, out_shape, scheme) for i in range(c.num_layers)]
         out["layers"][name] = stack(layers)

@@ -19,7 +19,7 @@ import numpy as np
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.gguf_codes import Codes
 from jaxeval.models.param_layout import TOP, hf_name, param_shapes
-from jaxeval.models.quant import Quantized, contraction_dims, pack_int4
+from jaxeval.models.quant import Quantized, layer_matmuls, pack_int4
 
 LABEL = "gguf-blocks"  # Model.quantization of a GGUF model whose weights stay in block codes
 
@@ -58,13 +58,11 @@ def quantized_gguf_params(checkpoint, c: ModelConfig) -> dict:
     """{"layers": {name: Quantized}, "lm_head": Quantized} for every linear parameter stored block-quantized."""
     shapes = param_shapes(c)
     out: dict = {"layers": {}}
-    for name, shape in shapes["layers"].items():
-        n_in = contraction_dims(name)
-        if not n_in:
-            continue
+    for name, in_shape, out_shape in layer_matmuls(shapes["layers"]):
         per_layer = [checkpoint.codes(f"model.layers.{i}.{hf_name(name, c)}") for i in range(c.num_layers)]
         if all(codes is not None for codes in per_layer):
-            out["layers"][name] = _stack([_ours(codes, shape[1:], n_in) for codes in per_layer], shape[1:1 + n_in])
+            out["layers"][name] = _stack([_ours(codes, in_shape + out_shape, len(in_shape)) for codes in per_layer],
+                                         in_shape)
     if "lm_head" in shapes and TOP["lm_head"].hf in checkpoint:
         codes = checkpoint.codes(TOP["lm_head"].hf)
         if codes is not None:  # one tensor, no layer axis

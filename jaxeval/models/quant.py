@@ -52,6 +52,14 @@ def contraction_dims(name: str) -> int | None:
     return p.inputs if p is not None and p.hf_layout == "linear" else None
 
 
+def layer_matmuls(layer_shapes: dict):
+    """(name, per-layer in_shape, per-layer out_shape) of each matmul weight among stacked layer shapes."""
+    for name, shape in layer_shapes.items():
+        n_in = contraction_dims(name)
+        if n_in:
+            yield name, tuple(shape[1:1 + n_in]), tuple(shape[1 + n_in:])
+
+
 @dataclasses.dataclass(frozen=True)
 class Quantized:
     """Codes and scales of one weight (leading axes may stack layers); see the module docstring."""
@@ -189,10 +197,9 @@ def quantize_params(params: dict, kind: str, group: int = DEFAULT_GROUP) -> dict
 
     out = dict(params)
     layers = dict(params["layers"])
-    for name, w in params["layers"].items():
-        if contraction_dims(name):
-            host = np.asarray(w, np.float32)
-            layers[name] = stack([one(name, host[i]) for i in range(host.shape[0])])
+    for name, _, _ in layer_matmuls({name: np.shape(w) for name, w in params["layers"].items()}):
+        host = np.asarray(params["layers"][name], np.float32)
+        layers[name] = stack([one(name, host[i]) for i in range(host.shape[0])])
     out["layers"] = layers
     if "lm_head" in params:
         out["lm_head"] = one("lm_head", np.asarray(params["lm_head"], np.float32))
