@@ -178,7 +178,10 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
                    "prefill_chunk, pretrained=PATH), which they override, and config.json fields to replace "
                    "(rope_scaling={...JSON...}, max_position_embeddings=N, ...: recorded and hashed into the run)")
     p.add_argument("--tasks", default="agent_bench", help="comma-separated (`jaxeval ls`)")
-    p.add_argument("--limit", type=int, default=None, help="first N items per config and length")
+    from jaxeval.benchmarks.base import parse_limit
+
+    p.add_argument("--limit", type=parse_limit, default=None,
+                   help="first N items per config and length; 0 < N < 1: that fraction of each, rounded up (lm-eval)")
     p.add_argument("--batch_size", type=int, default=8, help="prompts generated together")
     p.add_argument("--seed", type=int, default=0, help="seed of anything sampled (recorded in the results)")
     p.add_argument("--output_path", default="results",
@@ -195,6 +198,9 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     from jaxeval.judges.options import add_judge_arguments
 
     add_judge_arguments(p)  # any benchmark's judges
+    from jaxeval.results.report import add_reference_arguments
+
+    add_reference_arguments(p, run=True)  # --reference ORIGINAL: the paired comparison beside the results
     from jaxeval.plan.command import add_plan_arguments
 
     add_plan_arguments(p)  # the estimate `jaxeval plan` prints and `jaxeval run` records

@@ -54,10 +54,16 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     unknown = [t for t in names if t not in available]
     if unknown or not names:
         raise JaxevalError(f"unknown task {unknown[0] if unknown else '(none)'!r}; available: {', '.join(available)}")
-    for flag in ("limit", "batch_size", "prefill_chunk"):
+    from jaxeval.benchmarks.base import check_limit
+
+    source = f" (from {args.config})" if getattr(args, "config", None) else ""
+    try:
+        check_limit(getattr(args, "limit", None))
+    except ConfigError as e:
+        raise ConfigError(f"{e}{source}") from None
+    for flag in ("batch_size", "prefill_chunk"):
         value = getattr(args, flag, None)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            source = f" (from {args.config})" if getattr(args, "config", None) else ""
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
     check_judge_arguments(args)
     check_plan_arguments(args)
@@ -69,6 +75,9 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         check_output_file(args.out, create=create_output)
     check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
                         create=create_output)
+    from jaxeval.results.run_reference import check_reference
+
+    check_reference(args, names)  # --reference: readable and comparable, before anything loads
 
 
 def _check_chat_template(args, tasks: list[str], has_template: bool) -> None:
@@ -243,6 +252,10 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
         results["plan"] = _with_measured(plan, results)
     if is_writer():
         write_outputs(args, name, results, samples)
+        from jaxeval.results.run_reference import report_against_reference
+        from jaxeval.results.runconfig import results_path
+
+        report_against_reference(args, name, results_path(args, name))
     failure = judge_failure(results["details"], args.judge_max_failures)
     if failure:
         print(f"jaxeval: error: {failure}", file=sys.stderr)

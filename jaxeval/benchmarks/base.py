@@ -22,9 +22,46 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Callable
+import math
+from typing import Callable, Sequence
 
 from jaxeval.benchmarks import settings as settings_fields
+from jaxeval.errors import ConfigError
+
+
+def parse_limit(text) -> int | float:
+    """--limit as lm-eval reads it: an integer (the first N items) or a fraction 0 < f < 1."""
+    value = str(text).strip()
+    try:
+        return int(value)
+    except ValueError:
+        try:
+            return float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer or a fraction, got {text!r}") from None
+
+
+def check_limit(limit, what: str = "--limit") -> None:
+    """A ConfigError unless limit is None, an integer >= 1 or a fraction 0 < limit < 1."""
+    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        return
+    if isinstance(limit, float) and 0.0 < limit < 1.0:
+        return
+    raise ConfigError(f"{what} must be a positive integer or a fraction between 0 and 1, got {limit!r}")
+
+
+def limit_count(total: int, limit) -> int:
+    """How many of `total` items --limit keeps: all (None), the first N, or with 0 < limit < 1 that
+    share rounded up, as lm-eval does (int(math.ceil(total * limit)))."""
+    check_limit(limit, "limit")
+    if limit is None:
+        return total
+    return min(total, int(math.ceil(total * limit)) if isinstance(limit, float) else limit)
+
+
+def limited(items: Sequence, limit) -> list:
+    """The first limit_count(len(items), limit) items."""
+    return list(items)[:limit_count(len(items), limit)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +80,7 @@ class RunContext:
     task: str
     model: object  # jaxeval.api.Model: .tokenizer, .config, .path, read() / generate()
     journal: object | None = None
-    limit: int | None = None  # first N items per config and length
+    limit: int | float | None = None  # first N items per config and length, or that fraction (limited())
     batch_size: int = 8
     seed: int = 0
     model_path: str = ""  # as the user gave it (for messages)

@@ -23,7 +23,9 @@ NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", *KV_FL
                         "out", "log_samples", "config", "host_split", "func", "command", "journal", "journal_mode",
                         "model_args", "judge_timeout", "judge_retries", "judge_max_failures",
                         "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json"})  # the plan's
-NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode"})
+# --reference and its bootstrap settings: a report made after the run, never part of it
+NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode", "reference", "bootstrap", "bootstrap_seed",
+                          "ci"})
 
 
 def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
@@ -67,6 +69,8 @@ def _flag_value(path: str, key, value, action: argparse.Action):
     if isinstance(value, str) and action.type is not None:
         try:
             value = action.type(value)
+        except argparse.ArgumentTypeError as e:  # a flag type with its own message (--limit)
+            raise ConfigError(f"{path}: {key}: {e}") from None
         except (TypeError, ValueError):
             kind = getattr(action.type, "__name__", "value")
             raise ConfigError(f"{path}: {key}: {value!r} is not a valid {kind}") from None

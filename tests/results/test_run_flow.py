@@ -108,13 +108,17 @@ def test_bad_numbers_from_the_config_file_are_named(tmp_path, synthetic, capsys)
     config = tmp_path / "run.yaml"
     config.write_text("limit: many\n")
     assert synthetic("--config", str(config)) == 2
-    assert f"{config}: limit: 'many' is not a valid int" in capsys.readouterr().err
+    assert f"{config}: limit: expected an integer or a fraction, got 'many'" in capsys.readouterr().err
     config.write_text("limit: -3\nhost_split: sometimes\n")
     assert synthetic("--config", str(config)) == 2
     assert f"{config}: host_split: 'sometimes' is not one of auto, on, off" in capsys.readouterr().err
     config.write_text("limit: -3\n")
     assert synthetic("--config", str(config)) == 2
-    assert f"--limit must be a positive integer, got -3 (from {config})" in capsys.readouterr().err
+    assert f"--limit must be a positive integer or a fraction between 0 and 1, got -3 (from {config})" \
+        in capsys.readouterr().err
+    config.write_text("limit: 1.5\n")
+    assert synthetic("--config", str(config)) == 2
+    assert "--limit must be a positive integer or a fraction between 0 and 1, got 1.5" in capsys.readouterr().err
     assert synthetic("--batch_size", "0") == 2
     assert "--batch_size must be a positive integer, got 0" in capsys.readouterr().err
 

@@ -65,7 +65,8 @@ class AgentBench(Benchmark):
                 results[leaf] = {name: value for name, value in metrics.items()
                                  if isinstance(value, float) or (value is None and name != "mode")}
                 higher[leaf] = {name: True for name in results[leaf]}
-                n_samples[leaf] = {"original": None, "effective": metrics["items"]}
+                n_samples[leaf] = {"original": result.get("items_before_limit", {}).get(f"{config}/{split}"),
+                                   "effective": metrics["items"]}
                 lengths[leaf] = split
         headline = [{**row, "subtask": f"{task}/{row['config']}/{row['split']}"} for row in result["rows"]]
         deviations = list(result["mode_notes"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from jaxeval.benchmarks.agent_bench.align import MODES
+from jaxeval.benchmarks.base import check_limit, limited
 from jaxeval.benchmarks.agent_bench.data import CONFIGS, SPLITS, load_split
 from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome, facts_metrics, score_facts_item
 from jaxeval.benchmarks.agent_bench.schema import RULE_LANGS
@@ -101,7 +102,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     """Score `backend` (anything with read(ids, positions, tokens)) on longctx-agent-bench.
 
     data: a local folder in the hub layout or a hub id. sets: configs of the card. lengths:
-    "8k", "32k". limit: the first N items per config and length. mode: "auto" (stored qwen_*
+    "8k", "32k". limit: the first N items per config and length (or that fraction, 0 < limit < 1). mode: "auto" (stored qwen_*
     ids when present and consistent, else text) or "text". save_scores: a .json.gz file to
     store every rules target's two scores in (the reference of a later run);
     reference_scores: such a file, read back as the reference of the rules configs.
@@ -116,11 +117,11 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     _check_choice("length", lengths, SPLITS)
     if mode not in MODES:
         raise ConfigError(f"unknown mode '{mode}'; available: {', '.join(MODES)}")
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
-        raise ConfigError(f"limit must be a positive number of items, got {limit!r}")
+    check_limit(limit, "limit")
 
     # every split is loaded and checked before the first read: bad or empty data stops the run early
-    loaded = {(config, split): load_split(data, config, split)[:limit] for config in sets for split in lengths}
+    every = {(config, split): load_split(data, config, split) for config in sets for split in lengths}
+    loaded = {where: limited(items, limit) for where, items in every.items()}
     results: dict[str, dict[str, dict]] = {}
     notes: list[str] = []
     samples: list[dict] = []  # per item of facts / tool_calls, per target of the rules (--log_samples)
@@ -158,6 +159,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
         "mode": used.pop() if len(used) == 1 else ("mixed" if used else None),
         "mode_notes": notes,
         "sample_log": samples,
+        "items_before_limit": {f"{config}/{split}": len(items) for (config, split), items in every.items()},
     }
 
 

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import jaxeval.benchmarks.helmet.samples as S
+from jaxeval.benchmarks.base import limited
 from jaxeval.benchmarks.helmet.data import load_records, resolve_file
 from jaxeval.benchmarks.helmet.tasks import ASSETS, EvalUnit, family
 from jaxeval.benchmarks.helmet.templates import Template, template_for
@@ -78,11 +79,13 @@ def item_id(sample: dict, index: int) -> str:
 def prepare_unit(unit: EvalUnit, root: Path, tokenizer, *, shots: int | None = None, limit: int | None = None,
                  generation_max_length: int | None = None, llama2_tokenizer=None,
                  key_prefix: str = "helmet") -> tuple[list[PreparedSample], Template, dict]:
-    """Prepared samples of a unit (the first `limit` after HELMET's own selection)."""
+    """Prepared samples of a unit (the first `limit`, or that fraction rounded up, after HELMET's own
+    selection; notes["samples_before_limit"] counts them before)."""
     shots = unit.shots if shots is None else shots
     gen = generation_max_length or unit.generation_max_length
     rows, notes = select_samples(unit, root, shots, llama2_tokenizer)
-    rows = rows[:limit] if limit is not None else rows
+    notes["samples_before_limit"] = len(rows)
+    rows = limited(rows, limit)
     template = template_for(unit.dataset)
     seen: Counter[str] = Counter()
     prepared = []

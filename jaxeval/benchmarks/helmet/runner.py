@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 import jaxeval.benchmarks.helmet.judging as judging
+from jaxeval.benchmarks.base import check_limit
 from jaxeval.benchmarks.helmet.data import resolve_data_root
 from jaxeval.benchmarks.helmet.depth import needle_depth
 from jaxeval.benchmarks.helmet.metrics import default_post_process
@@ -133,8 +134,7 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
     """Generate and score `units`. judge: LongQA / summarisation (or AgenticLU) judge; nli: the
     ALCE citation judge. Datasets whose files are absent from `data` fail with a DataError."""
     require_tokenizer(model, "HELMET")
-    if limit is not None and limit < 1:
-        raise ConfigError(f"limit must be a positive number of samples, got {limit!r}")
+    check_limit(limit, "limit")
     root = resolve_data_root(data)
     units_out, table_in, outputs, sample_log = [], {}, {}, []
     for unit in units:

@@ -36,7 +36,7 @@ def summarize(task: str, result: dict) -> dict:
         leaf = f"{task}/{unit['dataset']}/{unit['length']}"
         results[leaf] = {k: v for k, v in unit["averaged_metrics"].items()}
         hib[leaf] = {k: "_len" not in k and k != "num_preds" for k in results[leaf]}
-        n_samples[leaf] = {"original": None, "effective": unit["samples"]}
+        n_samples[leaf] = {"original": unit["notes"].get("samples_before_limit"), "effective": unit["samples"]}
         lengths[leaf] = unit["length"]
         truncated[f"{unit['dataset']}/{unit['length']}"] = unit["notes"].get("truncated", 0)
     summary = {"results": results, "higher_is_better": hib, "n-samples": n_samples, "lengths": lengths,

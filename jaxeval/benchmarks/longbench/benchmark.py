@@ -84,7 +84,8 @@ class LongBench(Benchmark):
             results[leaf] = {f"score_{bucket}": value for bucket, value in score.items()} if e else {"score": score}
             results[leaf].update(_stderrs(result, dataset, e))
             samples = result["samples"][dataset]
-            n_samples[leaf] = {"original": None, "effective": sum(samples.values()) if e else samples}
+            n_samples[leaf] = {"original": result.get("records_before_limit", {}).get(dataset),
+                               "effective": sum(samples.values()) if e else samples}
             lengths[leaf] = list(score) if e else None
         groups = ({f"average_{bucket}": value for bucket, value in result["bucket_averages"].items()} if e else
                   {f"{table}/{category}": value for table, categories in result["categories"].items()

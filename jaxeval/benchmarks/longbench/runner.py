@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from jaxeval.benchmarks.base import check_limit, limited
 from jaxeval.benchmarks.longbench.data import LongBenchRecord, load_config
 from jaxeval.benchmarks.longbench.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench.predictions import write_prediction_file
@@ -61,21 +62,20 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
 
     data: a folder of the official JSONL files, data.zip or "THUDM/LongBench" (default: the
     embedded sample). datasets: v1 names (default: all). limit: the first N records per
-    dataset. max_length: prompt token budget (default: the backend's window minus 500).
+    dataset, or that fraction (0 < limit < 1, rounded up). max_length: prompt token budget (default: the backend's window minus 500).
     chat_format: see prompts.py. predictions_dir: also write the official pred.py files there.
     journal: get/put store of finished generations (jaxeval/results/journal.py), per sample.
     Returns jaxeval's results (results.py) plus `prompting` and per-record `outputs`.
     """
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
-        raise ConfigError(f"limit must be a positive number of records, got {limit!r}")
+    check_limit(limit, "limit")
     chosen = check_datasets(datasets if datasets is not None else (E_DATASETS if e else DATASETS), e)
     budget, budget_source = resolve_max_length(max_length, backend)
     resolved_format = resolve_chat_format(chat_format, tokenizer)
     benchmark = benchmark_name(e)
 
     # every dataset is loaded and checked before the first generation: bad or empty data stops the run early
-    loaded: dict[str, list[LongBenchRecord]] = {dataset: load_config(data, config_name(dataset, e))[:limit]
-                                               for dataset in chosen}
+    every = {dataset: load_config(data, config_name(dataset, e)) for dataset in chosen}
+    loaded: dict[str, list[LongBenchRecord]] = {dataset: limited(records, limit) for dataset, records in every.items()}
     rows: dict[str, list[PredictionRow]] = {}
     outputs: dict[str, list[dict]] = {}
     for dataset in chosen:
@@ -115,4 +115,5 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
         "limit": limit,
     }
     result["outputs"] = outputs
+    result["records_before_limit"] = {dataset: len(records) for dataset, records in every.items()}
     return result

@@ -123,7 +123,8 @@ class LongBenchPro(Benchmark):
         groups.update({f"secondary_task/{key}": value
                        for key, value in result["extra"]["average_secondary_task_metric"].items()})
         return {"results": results, "groups": groups, "higher_is_better": {task: {"score": True}},
-                "n-samples": {task: {"original": None, "effective": summary["total_questions_num"]}},
+                "n-samples": {task: {"original": result.get("records_before_limit"),
+                                     "effective": summary["total_questions_num"]}},
                 "lengths": {task: list(summary["average_token_length_metric"])}, "versions": self.version,
                 "configs": {"scoring": result["scoring"], "limit": prompting["limit"], "data": prompting["data"],
                             "mode": prompting["mode"], "runs": prompting["runs"]},

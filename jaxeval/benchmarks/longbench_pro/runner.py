@@ -9,9 +9,11 @@ generated again. Scoring runs after generation, so a journal survives a scoring 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
+from jaxeval.benchmarks.base import check_limit, limit_count
 from jaxeval.benchmarks.longbench.prompts import resolve_chat_format
 from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord, load_records
 from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOptions
@@ -73,15 +75,15 @@ def resolve_truncation_tokenizer(spec: str, model_tokenizer) -> tuple[object, st
 
 
 def select_records(records: Sequence[LongBenchProRecord], limit: int | None) -> list[LongBenchProRecord]:
-    """All records, or the first `limit` of each primary task (file order kept)."""
+    """All records, or the first `limit` (or that fraction, rounded up) of each primary task (file order kept)."""
     if limit is None:
         return list(records)
-    if not isinstance(limit, int) or limit < 1:
-        raise ConfigError(f"limit must be a positive number of records, got {limit!r}")
+    check_limit(limit, "limit")
+    totals = Counter(record.primary_task for record in records)
     taken: dict[str, int] = {}
     chosen = []
     for record in records:
-        if taken.get(record.primary_task, 0) < limit:
+        if taken.get(record.primary_task, 0) < limit_count(totals[record.primary_task], limit):
             taken[record.primary_task] = taken.get(record.primary_task, 0) + 1
             chosen.append(record)
     return chosen
@@ -122,7 +124,8 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
         deviations.append(f"greedy decoding (temperature 0): the {runs} runs are identical")
     reasoning = reasoning_enabled(mode, model_type)
 
-    records = select_records(load_records(data), limit)
+    every = load_records(data)
+    records = select_records(every, limit)
     pairs = [(record, run) for run in range(1, runs + 1) for record in records]
     keys = [sample_key(mode, record.id, run) for record, run in pairs]
 
@@ -166,4 +169,5 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
         "window_truncated": sum(1 for s in samples if s["window_truncated"]),
     }
     result["deviations"] = deviations
+    result["records_before_limit"] = len(every)
     return result

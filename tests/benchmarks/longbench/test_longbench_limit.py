@@ -1,0 +1,20 @@
+"""A fractional --limit on LongBench / LongBench-E: each dataset's share, rounded up; n-samples filled."""
+
+from longbench_helpers import EchoBackend
+
+from jaxeval.benchmarks.longbench import run_longbench
+from jaxeval.benchmarks.longbench.tasks import SHIPPED_SAMPLE
+from jaxeval.benchmarks.registry import run_tasks
+
+
+def test_fraction_of_each_dataset_and_original_counts(tokenizer):
+    result = run_longbench(EchoBackend(tokenizer, "a"), tokenizer, SHIPPED_SAMPLE, datasets=["trec", "lcc"],
+                           limit=0.4, max_length=300)  # 3 records each: ceil(1.2) = 2
+    assert {name: len(rows) for name, rows in result["outputs"].items()} == {"trec": 2, "lcc": 2}
+    summary = run_tasks()["longbench"].summarize("longbench", result)
+    assert summary["n-samples"]["longbench/trec"] == {"original": 3, "effective": 2}
+    assert summary["configs"]["limit"] == 0.4
+    full = run_longbench(EchoBackend(tokenizer, "a"), tokenizer, SHIPPED_SAMPLE, datasets=["trec"], e=True, limit=1,
+                         max_length=300)
+    assert run_tasks()["longbench_e"].summarize("longbench_e", full)["n-samples"]["longbench_e/trec"] == \
+        {"original": 3, "effective": 1}
