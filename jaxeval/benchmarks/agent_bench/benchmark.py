@@ -64,7 +64,7 @@ class AgentBench(Benchmark):
                 leaf = f"{task}/{config}/{split}"
                 results[leaf] = {name: value for name, value in metrics.items()
                                  if isinstance(value, float) or (value is None and name != "mode")}
-                higher[leaf] = {name: True for name in results[leaf]}
+                higher[leaf] = {name: True for name in results[leaf] if not name.endswith("_stderr")}
                 n_samples[leaf] = {"original": result.get("items_before_limit", {}).get(f"{config}/{split}"),
                                    "effective": metrics["items"]}
                 lengths[leaf] = split

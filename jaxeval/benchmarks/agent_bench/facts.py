@@ -19,6 +19,7 @@ from jaxeval.benchmarks.agent_bench.align import (
 from jaxeval.benchmarks.agent_bench.data import FactsItem
 from jaxeval.benchmarks.agent_bench.distance import by_distance
 from jaxeval.errors import ConfigError, InputTooLongError
+from jaxeval.results.lm_eval_view import stderr
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,8 +91,10 @@ def facts_metrics(items: Sequence[ItemOutcome]) -> dict:
     recalled = sum(q.recalled for q in scored)
     return {
         "query_accuracy": recalled / len(scored) if scored else None,
+        "query_accuracy_stderr": stderr([float(q.recalled) for q in scored]),  # binomial, over the queries
         "token_accuracy": correct_tokens / answer_tokens if answer_tokens else None,
         "mean_logprob": sum(q.logprob for q in scored) / len(scored) if scored else None,
+        "mean_logprob_stderr": stderr([q.logprob for q in scored]),
         "items": len(items),
         "queries": len(queries),
         "scored": len(scored),

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxeval.benchmarks.agent_bench.data import RulesItem
 from jaxeval.benchmarks.agent_bench.schema import RULE_FAMILIES, RULE_PLACEMENTS
+from jaxeval.results.lm_eval_view import stderr
 
 COUNTED_EFFECT = 1.0  # nats: a target counts when the reference's |effect| reaches this
 FOLLOW_RATIO = 0.5
@@ -81,8 +82,10 @@ def _cell(targets: Sequence[dict], placement: str, family: str) -> dict:
     return {
         "placement": placement, "family": family,
         "follow": sum(eff / ref >= FOLLOW_RATIO for eff, ref in counted) / n if n else None,
-        "retained": sum(eff for eff, _ in counted) / sum(ref for _, ref in counted) if n else None,
+        "follow_stderr": stderr([float(eff / ref >= FOLLOW_RATIO) for eff, ref in counted]),  # binomial
+        "retained": sum(eff for eff, _ in counted) / sum(ref for _, ref in counted) if n else None,  # a ratio: no stderr
         "eff": sum(eff for eff, _ in counted) / n if n else None,
+        "eff_stderr": stderr([eff for eff, _ in counted]),
         "eff_ref": sum(ref for _, ref in counted) / n if n else None,
         "counted": n,
         "targets": len(targets),
@@ -107,8 +110,8 @@ def rules_metrics(items: Sequence[RulesItem], scores: dict, reference: dict, con
              for placement in (*RULE_PLACEMENTS, "all") for family in (*RULE_FAMILIES, "all")}
     overall = cells["all/all"]
     return {
-        "follow": overall["follow"], "retained": overall["retained"],
-        "eff": overall["eff"], "eff_ref": overall["eff_ref"],
+        "follow": overall["follow"], "follow_stderr": overall["follow_stderr"], "retained": overall["retained"],
+        "eff": overall["eff"], "eff_stderr": overall["eff_stderr"], "eff_ref": overall["eff_ref"],
         "cells": cells,
         "items": len(items),
         "contexts": len({item.context_id for item in items}),

@@ -20,6 +20,7 @@ from jaxeval.benchmarks.agent_bench.distance import by_distance
 from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.schema import TOOL_KINDS
 from jaxeval.errors import ConfigError
+from jaxeval.results.lm_eval_view import stderr
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +81,9 @@ def _group_metrics(targets: Sequence[ToolTargetOutcome]) -> dict:
     for name, group in groups.items():
         scored = [t for t in group if t.aligned]
         metrics[f"{name}_accuracy"] = sum(t.correct for t in scored) / len(scored) if scored else None
+        metrics[f"{name}_accuracy_stderr"] = stderr([float(t.correct) for t in scored])
         metrics[f"{name}_mean_logprob"] = sum(t.logprob for t in scored) / len(scored) if scored else None
+        metrics[f"{name}_mean_logprob_stderr"] = stderr([t.logprob for t in scored])
         metrics[f"{name}_targets"] = len(group)
         metrics[f"{name}_scored"] = len(scored)
     return metrics

@@ -30,12 +30,29 @@ def describe() -> dict:
                                  "configs": ["rag", "longqa"], "lengths": lengths}}
 
 
+def _stderrs(averages: dict, records: list[dict] | None) -> dict:
+    """<metric>_stderr for each averaged metric whose per-item values the records hold (their mean,
+    in the average's scale, is the average: otherwise the records hold another quantity and no
+    stderr is given); lengths and counts get none."""
+    from jaxeval.results.lm_eval_view import stderr
+
+    out = {}
+    for name, average in averages.items():
+        if "_len" in name or name in ("num_preds", "length") or not isinstance(average, float) or not records:
+            continue
+        values = [float(r[name]) for r in records if isinstance(r.get(name), (int, float))]  # bools: 0 / 1
+        if values and abs(100.0 * sum(values) / len(values) - average) <= 1e-6 * max(1.0, abs(average)):
+            out[f"{name}_stderr"] = stderr(values, 100.0)
+    return out
+
+
 def summarize(task: str, result: dict) -> dict:
     results, hib, n_samples, lengths, truncated = {}, {}, {}, {}, {}
     for unit in result["units"]:
         leaf = f"{task}/{unit['dataset']}/{unit['length']}"
         results[leaf] = {k: v for k, v in unit["averaged_metrics"].items()}
-        hib[leaf] = {k: "_len" not in k and k != "num_preds" for k in results[leaf]}
+        results[leaf].update(_stderrs(results[leaf], (result.get("outputs") or {}).get(f"{unit['dataset']}/{unit['length']}")))
+        hib[leaf] = {k: "_len" not in k and k != "num_preds" for k in results[leaf] if not k.endswith("_stderr")}
         n_samples[leaf] = {"original": unit["notes"].get("samples_before_limit"), "effective": unit["samples"]}
         lengths[leaf] = unit["length"]
         truncated[f"{unit['dataset']}/{unit['length']}"] = unit["notes"].get("truncated", 0)

@@ -50,6 +50,19 @@ class LongBenchProSettings:
     rouge_recursion: str = setting(DEFAULT_ROUGE_RECURSION, ROUGE_HELP, choices=tuple(ROUGE_RECURSION_MODELS))
 
 
+def _score_stderr(result: dict) -> float | None:
+    """The standard error of `score` (the mean over questions of each question's mean over its
+    runs), from the scored rows; None without them or below two questions."""
+    from jaxeval.benchmarks.longbench_pro.summary import question_means
+    from jaxeval.results.lm_eval_view import stderr
+
+    rows = result.get("samples")
+    if not rows:
+        return None
+    questions, _ = question_means(rows, result["prompting"]["runs"])
+    return stderr([question["metric"] for question in questions])
+
+
 def scoring(embedding_model: str, backend: str, dtype: str, rouge_recursion: str) -> tuple[SemSimSettings,
                                                                                             ScoringOptions]:
     return (SemSimSettings(model=embedding_model, backend=backend, dtype=dtype),
@@ -116,7 +129,7 @@ class LongBenchPro(Benchmark):
     def summarize(self, task: str, result: dict) -> dict:
         """The results-JSON sections of a LongBench Pro result (docs/results_schema.md)."""
         summary, prompting = result["summary"], result["prompting"]
-        results = {task: {"score": summary["average_overall_metric"]}}
+        results = {task: {"score": summary["average_overall_metric"], "score_stderr": _score_stderr(result)}}
         groups = {f"{dimension}/{key}": value for dimension in
                   ("token_length", "contextual_requirement", "difficulty", "primary_task", "language")
                   for key, value in summary[f"average_{dimension}_metric"].items()}

@@ -20,3 +20,22 @@ def test_fraction_of_each_primary_task_and_original_counts(tiny_tokenizer, monke
                                       limit=0.1, truncation_length=100_000, max_new_tokens=8)
     summary = run_tasks()["longbench_pro"].summarize("longbench_pro", result)
     assert summary["n-samples"]["longbench_pro"] == {"original": len(records), "effective": len(per_task)}
+
+
+def test_score_stderr_over_the_questions(tiny_tokenizer, monkeypatch):
+    import math
+    import statistics
+
+    import pytest
+
+    monkeypatch.setattr(runner, "load_semsim", lambda settings: (FakeSemSim(0.5), {"model": "fake"}))
+    replies = {0: "[Answer]\nA", 1: "[Answer]\nB"}  # the two runs answer apart: question means vary
+    result = runner.run_longbench_pro(ScriptedBackend(tiny_tokenizer, lambda p, seed: replies[seed % 2]), runs=2,
+                                      limit=1, truncation_length=100_000, max_new_tokens=8)
+    by_question = {}
+    for row in result["samples"]:
+        by_question.setdefault(row["id"], []).append(row["metric"])
+    means = [statistics.mean(v) for v in by_question.values()]
+    summary = run_tasks()["longbench_pro"].summarize("longbench_pro", result)["results"]["longbench_pro"]
+    assert summary["score"] == pytest.approx(statistics.mean(means))
+    assert summary["score_stderr"] == pytest.approx(statistics.stdev(means) / math.sqrt(len(means)))
