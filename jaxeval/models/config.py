@@ -19,6 +19,7 @@ from jaxeval.models.families import (FULL, GEMMA3_TEXT_DEFAULTS, PARTIAL_ROTARY_
                                      PER_LAYER_TYPE_ROPE, SLIDING, SUPPORTED_MODEL_TYPES)
 from jaxeval.models.families import number as _number
 from jaxeval.models.gated_delta import GDNDims
+from jaxeval.models.moe import MoESpec
 
 
 ROPE_KINDS = ("default", "linear", "llama3", "yarn", "dynamic", "longrope")
@@ -86,6 +87,9 @@ class ModelConfig:
     # multiplied by sigmoid(gate), the gate a second query projection
     linear_attention: GDNDims | None = None
     attention_output_gate: bool = False
+    # mixture of experts (Qwen3-MoE): every layer's MLP is the routed experts' (jaxeval.models.moe)
+    moe: MoESpec | None = None
+    moe_intermediate_size: int = 0  # each expert's width
 
     def __post_init__(self):
         if len(self.layer_types) != self.num_layers:
@@ -142,6 +146,8 @@ class ModelConfig:
             d[key] = tuple(d.get(key, ()))
         if d.get("linear_attention") is not None:
             d["linear_attention"] = GDNDims(**d["linear_attention"])
+        if d.get("moe") is not None:
+            d["moe"] = MoESpec(**d["moe"])
         return cls(**d)
 
 

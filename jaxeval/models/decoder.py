@@ -19,6 +19,7 @@ from jaxeval.models.attention import get_attention
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.kv_policy import attention_window, dense_kv, stored_kv, write_kv
 from jaxeval.models.context import mesh_attention, stripe_order
+from jaxeval.models.moe import sparse_moe
 from jaxeval.models.quant import dense_weight
 from jaxeval.models.param_layout import param, param_shapes
 from jaxeval.models.rope import RopeTables, apply_rope, rope_tables, rotary_cos_sin
@@ -122,12 +123,19 @@ def layer_output(lp, c: ModelConfig, x, attn):
     if c.sandwich_norm:
         out = _norm(c, out, lp["post_attn_norm"])
     x = x + _scaled(out, c.residual_scale)
-    h = _norm(c, x, lp["mlp_norm"]) if c.pre_norm else x
-    mlp = _activation(c, h @ dense_weight(lp["w_gate"], h.dtype)) * (h @ dense_weight(lp["w_up"], h.dtype))
-    out = mlp @ dense_weight(lp["w_down"], mlp.dtype)
+    out = mlp(lp, c, _norm(c, x, lp["mlp_norm"]) if c.pre_norm else x)
     if c.sandwich_norm:
         out = _norm(c, out, lp["post_mlp_norm"])
     return x + _scaled(out, c.residual_scale)
+
+
+def mlp(lp, c: ModelConfig, h):
+    """The feed-forward block on normed h [..., D]: the gated MLP, or the routed experts of a MoE (c.moe)."""
+    if c.moe is not None:
+        experts = {"router": lp["router"], "w_gate": lp["moe_gate"], "w_up": lp["moe_up"], "w_down": lp["moe_down"]}
+        return sparse_moe(experts, c.moe, h)
+    inner = _activation(c, h @ dense_weight(lp["w_gate"], h.dtype)) * (h @ dense_weight(lp["w_up"], h.dtype))
+    return inner @ dense_weight(lp["w_down"], inner.dtype)
 
 
 def output_gate(lp, c: ModelConfig, x):

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from jaxeval.errors import ConfigError
-from jaxeval.models import hybrid_config
+from jaxeval.models import hybrid_config, moe_config
 
 FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention"  # LINEAR: Gated DeltaNet
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
                          "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3",
-                         "qwen3_5_text")
+                         "qwen3_5_text", "qwen3_moe")
 PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text")  # families whose attention rotates only part of each head
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
@@ -144,6 +144,8 @@ def layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
             nope = set(no_rope_layers(raw, model_type, num_layers, where))
             slide = raw.get("use_sliding_window") and raw.get("sliding_window") is not None
             types = [SLIDING if slide and i in nope else FULL for i in range(num_layers)]
+        elif model_type == "qwen3_moe":  # one mask for every layer, sliding only with use_sliding_window
+            types = [SLIDING if raw.get("use_sliding_window") and raw.get("sliding_window") else FULL] * num_layers
         elif model_type in ("qwen2", "qwen3") and raw.get("use_sliding_window"):
             start = int(raw.get("max_window_layers", num_layers))
             types = [SLIDING if i >= start else FULL for i in range(num_layers)]
@@ -211,7 +213,7 @@ def family_fields(raw, model_type, hidden_size, where, rope) -> dict[str, Any]:
     olmo = model_type in ("olmo2", "olmo3")
     post_norms_only = olmo or model_type == "exaone4"  # RMSNorm after attention and MLP only
     fields: dict[str, Any] = {
-        "qk_norm": model_type in ("qwen3", "gemma3_text", "exaone4") or olmo,
+        "qk_norm": model_type in ("qwen3", "qwen3_moe", "gemma3_text", "exaone4") or olmo,
         "qk_norm_over_heads": olmo,  # OLMo 2/3: one RMSNorm over all heads' concatenated dims
         "pre_norm": not post_norms_only,
         "sandwich_norm": gemma or post_norms_only or model_type == "glm4",
@@ -239,6 +241,8 @@ def family_fields(raw, model_type, hidden_size, where, rope) -> dict[str, Any]:
         fields |= _position_query_scale(raw, rope, where)
     if model_type in hybrid_config.HYBRID_TYPES:
         fields |= hybrid_config.hybrid_fields(raw, where)
+    if model_type in moe_config.MOE_TYPES:
+        fields |= moe_config.moe_fields(raw, raw["num_hidden_layers"], where)
     return fields
 
 

@@ -14,7 +14,7 @@ from jaxeval.errors import CheckpointError
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.hybrid_weights import load_hybrid_params
-from jaxeval.models.param_layout import TOP, fused_rows, hf_name, hf_shape, param_shapes, to_ours
+from jaxeval.models.param_layout import TOP, fused_rows, hf_name, hf_shape, param, param_shapes, to_ours
 from jaxeval.models.safetensors_io import SafetensorsFolder
 
 # Text-model prefixes, tried in order (multimodal Gemma 3 keeps its text tower under language_model).
@@ -68,6 +68,8 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
     def layer_view(name, i, shape):
         """Layer i's tensor `name` in our layout: a view of the memory-mapped file (rows of it, if fused)."""
         expected, fused, where = hf_shape(name, shape), fused_rows(name, c), f"{prefix}layers.{i}.{hf_name(name, c)}"
+        if param(name).hf_layout == "experts":  # one tensor per expert, stacked
+            return to_ours(name, np.stack([fetch(where.format(j), expected) for j in range(shape[0])]), shape)
         if fused is None:
             return to_ours(name, fetch(where, expected), shape)
         total, rows = fused

@@ -23,8 +23,8 @@ from flax import nnx
 from jaxeval.models import gated_delta as gd
 from jaxeval.models.attention import decode_attention
 from jaxeval.models.config import ModelConfig
-from jaxeval.models.decoder import (_activation, _norm, attention_inputs, embed_tokens, final_logits, layer_forward,
-                                    layer_output, output_gate)
+from jaxeval.models.decoder import (_norm, attention_inputs, embed_tokens, final_logits, layer_forward, layer_output,
+                                    mlp, output_gate)
 from jaxeval.models.families import FULL
 from jaxeval.models.hybrid_layout import full_layer_indices, hybrid_param_shapes, layer_groups
 from jaxeval.models.rope import RopeTables, rope_tables
@@ -80,8 +80,7 @@ def new_cache(c: ModelConfig, batch: int, length: int, dtype) -> HybridCache:
 
 
 def _mlp_residual(lp, c: ModelConfig, x):
-    h = _norm(c, x, lp["mlp_norm"])
-    return x + (_activation(c, h @ lp["w_gate"]) * (h @ lp["w_up"])) @ lp["w_down"]
+    return x + mlp(lp, c, _norm(c, x, lp["mlp_norm"]))
 
 
 def linear_layer(lp, c: ModelConfig, x, state: gd.GDNState, lengths=None, mode="chunk"):

@@ -34,7 +34,8 @@ from jaxeval.models.hybrid_layout import hybrid_param_shapes, is_hybrid
 def axis_sizes(c: ModelConfig) -> dict[str, int]:
     """The size of each logical parameter axis for config c."""
     return {"layers": c.num_layers, "vocab": c.vocab_size, "embed": c.hidden_size, "norm": c.hidden_size,
-            "heads": c.num_heads, "kv_heads": c.num_kv_heads, "head_dim": c.head_dim, "mlp": c.intermediate_size}
+            "heads": c.num_heads, "kv_heads": c.num_kv_heads, "head_dim": c.head_dim, "mlp": c.intermediate_size,
+            "experts": c.moe.num_experts if c.moe else 0, "moe_mlp": c.moe_intermediate_size}
 
 
 def _always(c: ModelConfig) -> bool:
@@ -45,8 +46,10 @@ def _always(c: ModelConfig) -> bool:
 class Param:
     """One parameter: its logical axes (hence its shape), where it sits in a HF checkpoint, its init.
 
-    hf_layout: "same" (HF tensor as ours), "flat" (HF 1-D, ours its reshape), or "linear"
-    (HF [out, in], ours [in..., out...] with the first `inputs` of our dims the input).
+    hf_layout: "same" (HF tensor as ours), "flat" (HF 1-D, ours its reshape), "linear"
+    (HF [out, in], ours [in..., out...] with the first `inputs` of our dims the input), or "experts"
+    (one HF [out, in] tensor per expert, `hf` naming them with {} for the expert index; ours
+    [experts, in..., out...]).
     init: "normal" (random weights), "norm" (a norm scale: ones, or zeros where the family adds one),
     "zeros" (biases).
     """
@@ -93,6 +96,14 @@ def _untied(c):
     return not c.tie_word_embeddings
 
 
+def _moe(c):
+    return c.moe is not None
+
+
+def _dense_mlp(c):
+    return c.moe is None
+
+
 # Where a family's norms sit: the same HF name means a different norm from one family to the next
 # (post_attention_layernorm feeds the MLP in Llama and GLM-4, follows attention in Gemma and OLMo 2).
 _GEMMA_MLP_NORM = {"gemma2": "pre_feedforward_layernorm.weight", "gemma3_text": "pre_feedforward_layernorm.weight"}
@@ -110,9 +121,17 @@ LAYERS: dict[str, Param] = {
     "wk": Param(("layers", "embed", "kv_heads", "head_dim"), "self_attn.k_proj.weight", "linear"),
     "wv": Param(("layers", "embed", "kv_heads", "head_dim"), "self_attn.v_proj.weight", "linear"),
     "wo": Param(("layers", "heads", "head_dim", "embed"), "self_attn.o_proj.weight", "linear", inputs=2),
-    "w_gate": Param(("layers", "embed", "mlp"), "mlp.gate_proj.weight", "linear"),
-    "w_up": Param(("layers", "embed", "mlp"), "mlp.up_proj.weight", "linear"),
-    "w_down": Param(("layers", "mlp", "embed"), "mlp.down_proj.weight", "linear"),
+    "w_gate": Param(("layers", "embed", "mlp"), "mlp.gate_proj.weight", "linear", when=_dense_mlp),
+    "w_up": Param(("layers", "embed", "mlp"), "mlp.up_proj.weight", "linear", when=_dense_mlp),
+    "w_down": Param(("layers", "mlp", "embed"), "mlp.down_proj.weight", "linear", when=_dense_mlp),
+    # Qwen3-MoE: the router and the experts in place of the dense MLP (jaxeval.models.moe)
+    "router": Param(("layers", "embed", "experts"), "mlp.gate.weight", "linear", when=_moe),
+    "moe_gate": Param(("layers", "experts", "embed", "moe_mlp"), "mlp.experts.{}.gate_proj.weight", "experts",
+                      when=_moe),
+    "moe_up": Param(("layers", "experts", "embed", "moe_mlp"), "mlp.experts.{}.up_proj.weight", "experts",
+                    when=_moe),
+    "moe_down": Param(("layers", "experts", "moe_mlp", "embed"), "mlp.experts.{}.down_proj.weight", "experts",
+                      when=_moe),
     "attn_norm": Param(("layers", "norm"), "input_layernorm.weight", init="norm", when=_pre_norm),
     "mlp_norm": Param(("layers", "norm"), "post_attention_layernorm.weight", init="norm", when=_pre_norm,
                       hf_family=_GEMMA_MLP_NORM),
@@ -174,7 +193,9 @@ def hf_name(name: str, c: ModelConfig) -> str:
 def hf_shape(name: str, ours: tuple[int, ...]) -> tuple[int, ...]:
     """The HF shape of one (per-layer) tensor whose shape in our layout is `ours`."""
     p = param(name)
-    if p.hf_layout == "linear":
+    if p.hf_layout == "experts":  # each expert's tensor
+        ours = ours[1:]
+    if p.hf_layout in ("linear", "experts"):
         return (math.prod(ours[p.inputs:]), math.prod(ours[:p.inputs]))
     if p.hf_layout == "flat":
         return (math.prod(ours),)
@@ -184,6 +205,8 @@ def hf_shape(name: str, ours: tuple[int, ...]) -> tuple[int, ...]:
 def to_ours(name: str, w: np.ndarray, ours: tuple[int, ...]) -> np.ndarray:
     """One (per-layer) HF tensor -> our layout (a view: a shard still reads only its own bytes)."""
     layout = param(name).hf_layout
+    if layout == "experts":  # w: the experts' HF tensors stacked [experts, out, in] (a copy, not a view)
+        return np.swapaxes(w, 1, 2).reshape(ours)
     if layout == "linear":
         return w.T.reshape(ours)
     if layout == "flat":

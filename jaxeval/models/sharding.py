@@ -33,6 +33,8 @@ RULES: dict[str, tuple[str, ...]] = {
     "kv_heads": ("tensor",),
     "head_dim": (),
     "mlp": ("tensor",),
+    "experts": (),  # MoE experts: each one whole on every device for now; their width split like the MLP's
+    "moe_mlp": ("tensor",),
     "layers": (),
     "norm": (),
     # activations and logits

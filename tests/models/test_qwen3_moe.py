@@ -1,0 +1,83 @@
+"""Qwen3-MoE against transformers' Qwen3MoeForCausalLM, float32: routed experts (softmax, top-k, optional
+renormalisation) in place of every layer's MLP, dropless sorted dispatch (jaxeval.models.moe)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import jaxeval  # noqa: E402
+from jaxeval.engine.read import read  # noqa: E402
+from jaxeval.errors import ConfigError  # noqa: E402
+from jaxeval.models.config import config_from_hf  # noqa: E402
+
+TOL = 1e-4
+VOCAB = 256
+CONFIG = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_intermediate_size=32, num_hidden_layers=3,
+              num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2,
+              max_position_embeddings=8192, eos_token_id=2, rope_parameters={"rope_type": "default",
+                                                                            "rope_theta": 10000.0})
+
+
+def perturb(model, seed):
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            base = 1.0 if "norm" in name else 0.0
+            p.copy_(base + torch.randn(p.shape, generator=gen) * (0.3 if "norm" in name else 0.1))
+    return model.eval()
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["topk-raw", "topk-renormalised"])
+def reference(request, tmp_path_factory):
+    config = transformers.Qwen3MoeConfig(**CONFIG, norm_topk_prob=request.param)
+    torch.manual_seed(0)
+    model = perturb(transformers.Qwen3MoeForCausalLM(config), seed=int(request.param))
+    folder = tmp_path_factory.mktemp("qwen3_moe")
+    model.save_pretrained(folder)  # the hub layout: one tensor per expert
+    return model, folder
+
+
+def test_read_and_greedy_generation_match_transformers(reference):
+    torch_model, folder = reference
+    ids = np.random.default_rng(0).integers(3, VOCAB, 2048)
+    with torch.no_grad():
+        logits = torch_model(torch.as_tensor(ids)[None]).logits[0, :-1]
+    ref = torch.log_softmax(logits, -1).gather(-1, torch.as_tensor(ids[1:])[:, None])[:, 0].numpy()
+    model = jaxeval.load_model(folder, dtype="float32", load_tokenizer=False, prefill_chunk=512)
+    assert model.config.moe.norm_topk_prob == torch_model.config.norm_topk_prob
+    positions = np.arange(1, len(ids))
+    diff = np.abs(model.read(ids, positions, ids[positions]).logprobs - ref)
+    print(f"qwen3_moe norm_topk_prob={model.config.moe.norm_topk_prob}: max |d log p| {diff.max():.2e} at 2048")
+    assert diff.max() <= TOL
+    # control: the other renormalisation choice is far off
+    flipped = dataclasses.replace(model.config, moe=dataclasses.replace(model.config.moe,
+                                                                        norm_topk_prob=not model.config.moe.norm_topk_prob))
+    other = read(model.module.params(), flipped, ids[:512], positions[:511], ids[1:512]).logprobs
+    assert np.abs(other - ref[:511]).max() > 100 * TOL
+
+    prompts = [ids[:200], ids[500:537]]
+    outs = model.generate([p.tolist() for p in prompts], max_new_tokens=16)
+    for prompt, out in zip(prompts, outs):
+        with torch.no_grad():
+            want = torch_model.generate(torch.as_tensor(prompt)[None], max_new_tokens=16, do_sample=False,
+                                        pad_token_id=0)[0, len(prompt):].tolist()
+        assert out.tokens == want
+
+
+def test_config_errors():
+    raw = {**CONFIG, "model_type": "qwen3_moe"}
+    c = config_from_hf(raw)
+    assert (c.moe.num_experts, c.moe.top_k, c.moe_intermediate_size, c.moe.norm_topk_prob) == (8, 2, 32, False)
+    assert config_from_hf({**raw, "num_experts": None, "num_local_experts": 6}).moe.num_experts == 6
+    with pytest.raises(ConfigError, match="'mlp_only_layers' makes layer 1 a dense MLP layer"):
+        config_from_hf({**raw, "mlp_only_layers": [1]})
+    with pytest.raises(ConfigError, match="'decoder_sparse_step' makes layer 0 a dense"):
+        config_from_hf({**raw, "decoder_sparse_step": 2})
+    with pytest.raises(ConfigError, match="'num_experts_per_tok'=9 exceeds"):
+        config_from_hf({**raw, "num_experts_per_tok": 9})
