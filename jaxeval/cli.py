@@ -111,9 +111,13 @@ def cmd_validate(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from jaxeval.plan.command import cmd_plan as plan
+    from jaxeval.plan.command import run_plan
+    from jaxeval.suite import check_run
 
-    return plan(args)
+    tasks = _resolve_run(args, args.parser)
+    del args.parser
+    check_run(args, tasks, create_output=False)
+    return run_plan(args, tasks, _load(args) if args.calibrate == "model" else None)
 
 
 def cmd_ls(args) -> int:
@@ -201,7 +205,7 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     from jaxeval.results.report import add_reference_arguments
 
     add_reference_arguments(p, run=True)  # --reference ORIGINAL: the paired comparison beside the results
-    from jaxeval.plan.command import add_plan_arguments
+    from jaxeval.plan.options import add_plan_arguments
 
     add_plan_arguments(p)  # the estimate `jaxeval plan` prints and `jaxeval run` records
     for benchmark in benchmarks:  # each benchmark's Settings: --<benchmark>_<field>

@@ -16,28 +16,7 @@ import time
 from jaxeval.errors import ConfigError, JaxevalError
 from jaxeval.interrupt import Terminated, checkpoint, message, unwatch_journal, watch_journal
 from jaxeval.judges.chat import has_chat_template
-
-
-def run_context(args, task: str, model=None, journal=None):
-    """What a task's runner gets besides its own settings (jaxeval.benchmarks.base.RunContext)."""
-    from jaxeval.benchmarks.base import JudgeCalls, RunContext
-    from jaxeval.judges.options import DEFAULTS
-    from jaxeval.results.runconfig import output_folder
-
-    judge = JudgeCalls(*(getattr(args, name, DEFAULTS[name]) for name in ("judge_timeout", "judge_retries",
-                                                                           "judge_max_failures")))
-    return RunContext(task=task, model=model, journal=journal, limit=args.limit, batch_size=args.batch_size,
-                      seed=args.seed, model_path=str(args.model), output_folder=output_folder(args), judge=judge)
-
-
-def _each_task(args, tasks: list[str]):
-    """(task, its benchmark, the benchmark's settings) of every task, in order."""
-    from jaxeval.benchmarks.registry import run_tasks
-
-    available = run_tasks()
-    for task in tasks:
-        benchmark = available[task]
-        yield task, benchmark, benchmark.settings(args)
+from jaxeval.tasks import each_task, run_context
 
 
 def check_run(args, names: list[str], create_output: bool = True) -> None:
@@ -47,7 +26,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.inputs import check_output_file, check_output_folder
     from jaxeval.judges.options import check_judge_arguments
-    from jaxeval.plan.command import check_plan_arguments
+    from jaxeval.plan.options import check_plan_arguments
     from jaxeval.results.runconfig import output_folder
 
     available = run_tasks()
@@ -67,7 +46,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
     check_judge_arguments(args)
     check_plan_arguments(args)
-    for task, benchmark, settings in _each_task(args, names):  # each benchmark's own settings, as its run checks them
+    for task, benchmark, settings in each_task(args, names):  # each benchmark's own settings, as its run checks them
         benchmark.check(task, settings, run_context(args, task))
         for path in benchmark.output_files(task, settings):
             check_output_file(path, what=f"{task}'s output file", create=create_output)
@@ -81,7 +60,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
 
 
 def _check_chat_template(args, tasks: list[str], has_template: bool) -> None:
-    for task, benchmark, settings in _each_task(args, tasks):
+    for task, benchmark, settings in each_task(args, tasks):
         benchmark.check_chat_template(task, settings, has_template, str(args.model))
 
 
@@ -233,7 +212,7 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
     from jaxeval.results.schema import add_task, empty_results, finish_results
 
     results, samples, task_seconds = empty_results(), {}, {}
-    for task, benchmark, settings in _each_task(args, tasks):
+    for task, benchmark, settings in each_task(args, tasks):
         checkpoint()
         started = time.perf_counter()
         result, table = benchmark.run(run_context(args, task, model, journal), settings)
@@ -301,7 +280,7 @@ def validate_suite(args, tasks: list[str]) -> int:
     has_template = has_chat_template(tokenizer)
     _check_chat_template(args, tasks, has_template)
     print(f"model {args.model}: {'chat template present' if has_template else 'no chat template (none needed)'}")
-    for task, benchmark, settings in _each_task(args, tasks):
+    for task, benchmark, settings in each_task(args, tasks):
         for line in benchmark.validate(task, settings):
             print(line)
     print("valid")

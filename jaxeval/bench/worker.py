@@ -122,7 +122,7 @@ class JaxevalSide:
 
     def rules(self, reuse: bool, limit: int) -> dict:
         from jaxeval.benchmarks.agent_bench import load_split
-        from jaxeval.benchmarks.agent_bench.cli import EMBEDDED_AGENT_DATA
+        from jaxeval.benchmarks.agent_bench.defaults import EMBEDDED_AGENT_DATA
         from jaxeval.benchmarks.agent_bench.rules_run import run_rules
 
         if self.model.tokenizer is None:

@@ -3,52 +3,13 @@ cost, from the model's config and tokenizer (no weights on the device, unless --
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
 
 from jaxeval.errors import ConfigError
 from jaxeval.plan import cost
-from jaxeval.plan.hardware import ACCELERATORS, DEFAULT_MBU, DEFAULT_MFU
-
-PLAN_FLAGS = ("accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json")
-
-
-def add_plan_arguments(p: argparse.ArgumentParser) -> None:
-    """The flags of the estimate (also accepted by `jaxeval run`, which records its plan)."""
-    group = p.add_argument_group("plan (jaxeval plan, and plan.estimated in a run's results)")
-    group.add_argument("--accelerator", choices=tuple(ACCELERATORS), default=None,
-                       help="estimate the time on this accelerator (its peak at --mfu) instead of the detected device")
-    group.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="share of the peak FLOP/s reads and prefill reach")
-    group.add_argument("--mbu", type=float, default=DEFAULT_MBU, help="share of the HBM bandwidth decode steps reach")
-    group.add_argument("--calibrate", choices=("auto", "matmul", "model", "none"), default="auto",
-                       help="auto: a named or recognised accelerator's peak, else a measured matmul peak; model: time "
-                            "a few jitted reads and a short generation of the model itself (loads its weights)")
-    group.add_argument("--judge_price", default=None, metavar="IN,OUT",
-                       help="judge price in $ per 1M input and output tokens, e.g. 2.5,10")
-    group.add_argument("--plan_json", default=None, help="jaxeval plan: also write the plan's JSON here")
-
-
-def judge_price(text: str | None) -> tuple[float, float] | None:
-    if text is None:
-        return None
-    try:
-        price_in, price_out = (float(x) for x in text.split(","))
-    except ValueError:
-        raise ConfigError(f"--judge_price {text!r}: give $ per 1M input and output tokens as IN,OUT (e.g. 2.5,10)") from None
-    if price_in < 0 or price_out < 0:
-        raise ConfigError(f"--judge_price {text!r}: prices cannot be negative")
-    return price_in, price_out
-
-
-def check_plan_arguments(args) -> None:
-    for flag in ("mfu", "mbu"):
-        value = getattr(args, flag, None)
-        if value is not None and not 0 < value <= 1:
-            raise ConfigError(f"--{flag} must be in (0, 1], got {value}")
-    judge_price(getattr(args, "judge_price", None))
-
+from jaxeval.plan.options import check_plan_arguments, judge_price
 
 def counting_model(args):
     """The CountingModel of --model: config (with --model_args overrides), tokenizer, EOS ids."""
@@ -90,10 +51,13 @@ def count_tasks(args, tasks: list[str], model) -> dict:
     import dataclasses
 
     from jaxeval.plan.counting import CountingJudge, Recorder
-    from jaxeval.suite import _each_task, run_context
+    from jaxeval.tasks import each_task, run_context
 
-    counted = {}
-    for task, benchmark, settings in _each_task(args, tasks):
+    from jaxeval.generation import overriding
+    from jaxeval.results.runconfig import parse_gen_kwargs
+
+    counted, gen_kwargs = {}, parse_gen_kwargs(getattr(args, "gen_kwargs", None))
+    for task, benchmark, settings in each_task(args, tasks):
         unhashed = {f.name: f.default for f in dataclasses.fields(settings) if not f.metadata.get("hashed", True)}
         settings = dataclasses.replace(settings, **unhashed)
         model.recorder = recorder = Recorder()
@@ -102,8 +66,8 @@ def count_tasks(args, tasks: list[str], model) -> dict:
             return None if judge is None else CountingJudge(judge, label, model.tokenizer, recorder)
 
         ctx = dataclasses.replace(run_context(args, task, model, None), judge_wrapper=wrap)
-        with _quiet_progress(), contextlib.redirect_stdout(sys.stderr):
-            result, _ = benchmark.run(ctx, settings)
+        with _quiet_progress(), contextlib.redirect_stdout(sys.stderr), overriding(gen_kwargs):
+            result, _ = benchmark.run(ctx, settings)  # --gen_kwargs' budget counts, as in the run
         summary = benchmark.summarize(task, result) or {}
         counted[task] = (recorder, summary.get("n-samples", {}))
     return counted
@@ -204,20 +168,11 @@ def estimated(plan: dict) -> dict:
             "judge_price_usd_max": plan["judge"]["price_usd_max"], "hardware": plan["hardware"]["source"]}
 
 
-def cmd_plan(args) -> int:
+def run_plan(args, tasks: list[str], loaded_model=None) -> int:
+    """Print (and with --plan_json write) the plan of `jaxeval run` over tasks; the CLI checked the run."""
     import json
 
-    from jaxeval.cli import _resolve_run
-    from jaxeval.suite import check_run
-
-    tasks = _resolve_run(args, args.parser)
-    del args.parser
-    check_run(args, tasks, create_output=False)
-    loaded = None
-    if args.calibrate == "model":
-        from jaxeval.cli import _load
-        loaded = _load(args)
-    plan = build_plan(args, tasks, loaded)
+    plan = build_plan(args, tasks, loaded_model)
     print(estimate_table(plan))
     text = json.dumps(plan, indent=2, default=float)
     if args.plan_json:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxeval.benchmarks.agent_bench.cli import EMBEDDED_AGENT_DATA, split_list
+from jaxeval.benchmarks.agent_bench.defaults import EMBEDDED_AGENT_DATA, split_list
 from jaxeval.benchmarks.base import Benchmark, RunContext
 from jaxeval.benchmarks.settings import setting
 from jaxeval.generation import require_tokenizer
@@ -97,7 +97,7 @@ class AgentBench(Benchmark):
     def add_commands(self, subparsers, model_options, load_model) -> None:
         from jaxeval.benchmarks.agent_bench.cli import add_command
 
-        add_command(subparsers, model_options, load_model)
+        add_command(subparsers, model_options, load_model, self)
 
 
 BENCHMARK = AgentBench()

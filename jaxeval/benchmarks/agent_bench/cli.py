@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
-
-EMBEDDED_AGENT_DATA = Path(__file__).resolve().parents[2] / "assets" / "agent_bench_sample"
 
 
-def split_list(text: str) -> tuple[str, ...]:
-    return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
-def add_command(subparsers, model_options, load_model) -> None:
+def add_command(subparsers, model_options, load_model, benchmark) -> None:
+    """`jaxeval agent-bench`: the card's own flags, run through `benchmark` (agent_bench's Benchmark)."""
     command = subparsers.add_parser("agent-bench", help="longctx-agent-bench, teacher-forced")
     model_options(command, None)
     command.add_argument("--data", default="thinletter/longctx-agent-bench", help="folder or hub id")
@@ -26,11 +20,10 @@ def add_command(subparsers, model_options, load_model) -> None:
     command.add_argument("--reference_scores", default=None, help="rules: the reference's saved scores")
     command.add_argument("--limit", type=int, default=None, help="first N items per config and length")
     command.add_argument("--out", default=None, help="output JSON file")
-    command.set_defaults(func=lambda args: cmd_agent_bench(args, load_model))
+    command.set_defaults(func=lambda args: cmd_agent_bench(args, load_model, benchmark))
 
 
-def cmd_agent_bench(args: argparse.Namespace, load_model) -> int:
-    from jaxeval.benchmarks.agent_bench.benchmark import BENCHMARK, AgentBenchSettings
+def cmd_agent_bench(args: argparse.Namespace, load_model, benchmark) -> int:
     from jaxeval.benchmarks.base import RunContext
     from jaxeval.engine.distributed import is_writer
     from jaxeval.inputs import check_output_file
@@ -41,9 +34,9 @@ def cmd_agent_bench(args: argparse.Namespace, load_model) -> int:
         check_output_file(path)  # before the model loads: a path that cannot be written is one line
     t0 = time.perf_counter()
     model = load_model(args)
-    settings = AgentBenchSettings(data=args.data, sets=args.sets, lengths=args.lengths, mode=args.mode,
+    settings = benchmark.Settings(data=args.data, sets=args.sets, lengths=args.lengths, mode=args.mode,
                                   save_scores=args.save_scores, reference_scores=args.reference_scores)
-    result, table = BENCHMARK.run(RunContext("agent_bench", model, limit=args.limit, model_path=args.model), settings)
+    result, table = benchmark.run(RunContext("agent_bench", model, limit=args.limit, model_path=args.model), settings)
     result["data"] = str(args.data)
     print(table)
     result["run"] = run_metadata(model, time.perf_counter() - t0)

@@ -1,0 +1,29 @@
+"""The tasks of a run: each with its benchmark and settings, and the RunContext its runner gets.
+
+Shared by `jaxeval run` (jaxeval/suite.py) and `jaxeval plan` (jaxeval/plan/), which runs the same
+tasks on a counting model.
+"""
+
+from __future__ import annotations
+
+
+def run_context(args, task: str, model=None, journal=None):
+    """What a task's runner gets besides its own settings (jaxeval.benchmarks.base.RunContext)."""
+    from jaxeval.benchmarks.base import JudgeCalls, RunContext
+    from jaxeval.judges.options import DEFAULTS
+    from jaxeval.results.runconfig import output_folder
+
+    judge = JudgeCalls(*(getattr(args, name, DEFAULTS[name]) for name in ("judge_timeout", "judge_retries",
+                                                                           "judge_max_failures")))
+    return RunContext(task=task, model=model, journal=journal, limit=args.limit, batch_size=args.batch_size,
+                      seed=args.seed, model_path=str(args.model), output_folder=output_folder(args), judge=judge)
+
+
+def each_task(args, tasks: list[str]):
+    """(task, its benchmark, the benchmark's settings) of every task, in order."""
+    from jaxeval.benchmarks.registry import run_tasks
+
+    available = run_tasks()
+    for task in tasks:
+        benchmark = available[task]
+        yield task, benchmark, benchmark.settings(args)
