@@ -72,16 +72,12 @@ def read_samples(path: str | None) -> list[dict] | None:
         if str(error).endswith("no such samples file"):
             return None
         raise
+    from jaxeval.benchmarks.files import read_jsonl_rows
+
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"{path}, line {number}: not valid JSON ({e.msg})") from None
+    for row, where in read_jsonl_rows(text.splitlines(), path):
         if not isinstance(row, dict):
-            raise DataError(f"{path}, line {number}: a sample is a JSON object, found {type(row).__name__}")
+            raise DataError(f"{where}: a sample is a JSON object, found {type(row).__name__}")
         rows.append(row)
     return rows
 

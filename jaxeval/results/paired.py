@@ -47,6 +47,19 @@ class SampleScore:
     depth: str | None = None  # where the evidence sits, for benchmarks that have a depth
 
 
+def per_sample_rows(outputs, samples: list[dict] | None, name_field: str,
+                    keyed: bool = False) -> list[tuple[object, dict]] | None:
+    """(name, row) for every per-sample row of a task: from its details mapping name -> rows when
+    there is one (with keyed, only when every row carries its "key"), else from the --log_samples
+    rows, named by their `name_field`; None when there are neither."""
+    if isinstance(outputs, dict) and outputs and (not keyed or all(
+            isinstance(row, dict) and "key" in row for rows in outputs.values() for row in rows or ())):
+        return [(name, row) for name, rows in outputs.items() for row in rows or ()]
+    if samples:
+        return [(row.get(name_field), row) for row in samples]
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Delta:
     n: int  # paired items

@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Sequence
 
 from jaxeval.errors import DataError
-from jaxeval.results.report_data import BenchmarkView, Run, Table, load_runs, merge_model_runs, model_label
+from jaxeval.results.report_data import (
+    EFFECTIVE_DEFINITION, EFFECTIVE_FRACTION, MISSING, BenchmarkView, Run, Table, effective_length, load_runs,
+    merge_model_runs, model_label,
+)
 from jaxeval.results.report_views import describe_section, generic_view
 
 PAGE = "index.html"
@@ -88,9 +91,25 @@ def _comparison_views(runs: list[Run], reference: Run | None, options: dict) -> 
             for view in comparison_views(compare_runs(reference, run, **options))]
 
 
+def summary_tables(runs: Sequence[Run], views: Sequence[BenchmarkView], fraction: float) -> list[Table]:
+    """The effective context length per benchmark and run, and every failure, skip and unscored
+    count the views found (each with its reason)."""
+    labels = [run.label for run in runs]
+    rows = [(f"{view.name}: {view.curve_name}", *(effective_length(view.length_curve[label], fraction)
+                                                  if label in view.length_curve else MISSING for label in labels))
+            for view in views if view.length_curve]
+    definition = EFFECTIVE_DEFINITION.format(fraction=fraction)
+    effective = Table(definition[0].upper() + definition[1:], ("benchmark: score", *labels),
+                      tuple(rows))
+    issues = Table("Failures, skips and unscored samples", ("run", "benchmark", "what", "why"),
+                   tuple((label, view.name, what, why) for view in views for label, what, why in view.issues))
+    return [effective, issues]
+
+
 def build_report(paths: Sequence[str | Path], out_dir: str | Path, embed: bool = False,
                  echo=print, reference: str | Path | None = None, resamples: int | None = None,
-                 seed: int | None = None, level: float | None = None) -> Path:
+                 seed: int | None = None, level: float | None = None,
+                 fraction: float = EFFECTIVE_FRACTION) -> Path:
     """Read the results files, print their tables with `echo`, write out_dir/index.html (+ PNGs).
     reference: a results file the others are compared with, sample by sample (compare.py)."""
     from jaxeval.results.report_html import write_page
@@ -113,9 +132,14 @@ def build_report(paths: Sequence[str | Path], out_dir: str | Path, embed: bool =
             echo(f"note: {note}")
         for figure in view.figures:
             images[(view.name, figure.name)] = render_figure(figure, labels, out_dir / f"{figure.name}.png")
+    extra = summary_tables(runs, views, fraction)
+    for table in extra:
+        if table.rows:
+            echo("\n" + format_table(table))
     if unknown.rows:
         echo("\n" + format_table(unknown))
-    page = write_page(out_dir / PAGE, runs, views, images, unknown, embed=embed, reference=reference_run)
+    page = write_page(out_dir / PAGE, runs, views, images, unknown, embed=embed, reference=reference_run,
+                      extra=extra)
     if embed:
         for png in images.values():
             png.unlink()
@@ -127,6 +151,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
                                                     "(gs://bucket/evals); one run per file")
     parser.add_argument("--out", default="report", help="folder for index.html and its PNG plots")
     parser.add_argument("--embed", action="store_true", help="put the plots inside index.html (one file)")
+    parser.add_argument("--effective_fraction", type=float, default=EFFECTIVE_FRACTION,
+                        help="effective context length: the longest length whose score stays at or above this "
+                             "fraction of the shortest length's")
     add_reference_arguments(parser)
 
 
@@ -149,6 +176,8 @@ def check_reference_arguments(args: argparse.Namespace) -> None:
 
     if args.bootstrap < 1:
         raise ConfigError(f"--bootstrap must be a positive number of resamples, got {args.bootstrap}")
+    if not 0 < getattr(args, "effective_fraction", 0.5) <= 1:
+        raise ConfigError(f"--effective_fraction must be in (0, 1], got {args.effective_fraction}")
     if not 0 < args.ci < 1:
         raise ConfigError(f"--ci must be between 0 and 1 (e.g. 0.95), got {args.ci}")
 
@@ -176,6 +205,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     check_reference_arguments(args)
     with writing(args.out, "--out"):
         page = build_report(args.results, args.out, embed=args.embed, reference=args.reference,
-                            resamples=args.bootstrap, seed=args.bootstrap_seed, level=args.ci)
+                            resamples=args.bootstrap, seed=args.bootstrap_seed, level=args.ci,
+                            fraction=args.effective_fraction)
     print(f"\nwrote {page}")
     return 0

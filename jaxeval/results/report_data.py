@@ -67,6 +67,36 @@ class BenchmarkView:
     tables: list[Table] = dataclasses.field(default_factory=list)
     figures: list[Figure] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    # (run label, what failed, was skipped or not scored, and why): the page's failures table
+    issues: list[tuple[str, str, str]] = dataclasses.field(default_factory=list)
+    # the headline score against context length per run, and what it is (effective context length)
+    length_curve: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)
+    curve_name: str = ""
+
+
+EFFECTIVE_FRACTION = 0.9
+EFFECTIVE_DEFINITION = ("effective context length: the longest length L present such that the headline score at "
+                        "every length up to L stays at or above {fraction:g} x the score at the shortest length "
+                        "present; '>= L' when it holds up to the longest length run (longer ones were not run)")
+
+
+def effective_length(points: dict[str, float | None], fraction: float = EFFECTIVE_FRACTION) -> str:
+    """The effective context length of one score-against-length curve (EFFECTIVE_DEFINITION)."""
+    lengths = [length for length in sort_lengths(points) if length_key(length) is not None]
+    scored = [length for length in lengths if number(points.get(length)) is not None]
+    if not scored:
+        return "n/a (nothing scored)"
+    base = number(points[scored[0]])
+    if base is None or base <= 0:
+        return f"n/a (score {fmt(base)} at {scored[0]}, the shortest length)"
+    kept = None
+    for length in scored:
+        if number(points[length]) < fraction * base:
+            break
+        kept = length
+    if kept == scored[-1]:
+        return f">= {kept}" + (" (only length run)" if len(scored) == 1 else "")
+    return f"{kept} (below at {scored[scored.index(kept) + 1]})"
 
 
 def fmt(value, digits: int = 2) -> str:

@@ -105,14 +105,16 @@ def _draw_heatmap(ax, panel: Panel, fig) -> None:
     grid = np.array([[math.nan if (v := panel.by_run.get(row, {}).get(x)) is None else v for x in panel.x]
                      for row in panel.rows], dtype=float)
     low, high = value_range(panel) or (0.0, 1.0)
-    image = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap="viridis", vmin=low, vmax=high)
-    image.cmap.set_bad("#dddddd")
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"].with_extremes(bad="#dddddd")
+    image = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", cmap=cmap, vmin=low, vmax=high)
     ax.set_xticks(range(len(panel.x)), list(panel.x), fontsize=7)
     ax.set_yticks(range(len(panel.rows)), list(panel.rows), fontsize=7)
     for i in range(len(panel.rows)):
         for j in range(len(panel.x)):
             if not math.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.2g}", ha="center", va="center", fontsize=6,
+                ax.text(j, i, f"{grid[i, j]:.3g}", ha="center", va="center", fontsize=6,
                         color="white" if grid[i, j] < (low + high) / 2 else "black")
     fig.colorbar(image, ax=ax, shrink=0.8)
 
@@ -152,7 +154,8 @@ def render_figure(figure: Figure, runs: Sequence[str], path: Path) -> Path:
         ax.set_visible(False)
     shown = [name for name in colours if any(name in panel.by_run for panel in panels if panel.kind != "heatmap")]
     handles = [_legend_handle(colours, run, wide) for run in shown]
-    fig.legend(handles, shown, loc="outside lower center", ncols=min(len(shown), 4) or 1, fontsize=9)
+    if shown:  # heatmaps only: their colour bars are the legend
+        fig.legend(handles, shown, loc="outside lower center", ncols=min(len(shown), 4) or 1, fontsize=9)
     fig.suptitle(figure.title, fontsize=12)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", facecolor="white")

@@ -82,6 +82,13 @@ def generic_view(task: str, runs: Sequence[Run]) -> BenchmarkView | None:
         view.notes.append(f"{len(names) - 24} more length breakdowns not drawn")
     if panels:
         view.figures.append(Figure(f"{task}_length", f"{task}: score against context length", tuple(panels)))
+        view.length_curve, view.curve_name = panels[0].by_run, panels[0].title
+    for run in runs:
+        for leaf, metrics in ((run.summary.get("results") or {}).items()):
+            if leaf.split("/")[0] == task and isinstance(metrics, dict):
+                nulls = [name for name, value in metrics.items() if value is None]
+                if nulls:
+                    view.issues.append((run.label, f"{leaf}: {', '.join(nulls)} null", "nothing scored there"))
     return view if view.tables or view.figures else None
 
 

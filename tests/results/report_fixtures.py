@@ -68,3 +68,45 @@ def two_runs(folder: Path) -> list[Path]:
                                       "longbench": longbench_section(model, e=False),
                                       "longbench_e": longbench_section(model, e=True)})
             for model in ("model_a", "model_b")]
+
+
+HELMET_LENGTHS = ("8k", "16k", "32k")
+# per model: recall falls with length for model_a, holds for model_b
+HELMET_RECALL = {"model_a": (80.0, 75.0, 40.0), "model_b": (50.0, 50.0, 48.0)}
+
+
+def helmet_section(model: str, lengths=HELMET_LENGTHS) -> dict:
+    """A HELMET result as run_helmet returns it (units, collect, outputs): the four recall datasets
+    (json_kv: substring_exact_match, RULER: ruler_recall), msmarco_rerank_psg (NDCG@10) and
+    narrativeqa (gpt4_score, not judged: None), each with an exact_match that is not its headline.
+    The json_kv items carry a needle depth."""
+    from jaxeval.benchmarks.helmet.scoring import collect, headline
+
+    units, table, outputs = [], {}, {}
+    for position, length in enumerate(lengths):
+        recall = HELMET_RECALL[model][position]
+        per_unit = {
+            "json_kv": {"substring_exact_match": recall, "exact_match": 0.0, "input_len": 8000.0},
+            **{name: {"ruler_recall": recall, "exact_match": 0.0}
+               for name in ("ruler_niah_mk_2", "ruler_niah_mk_3", "ruler_niah_mv")},
+            "msmarco_rerank_psg": {"NDCG@10": 30.0 + position, "exact_match": 0.0},
+            "narrativeqa_7892": {"rougeL_f1": 12.0, "exact_match": 0.0},
+        }
+        for dataset, averages in per_unit.items():
+            units.append({"dataset": dataset, "length": length, "samples": 10, "averaged_metrics": averages,
+                          "headline": headline(dataset, averages), "notes": {"truncated": 1 if length == "32k" else 0},
+                          "judge": None, "chat_template": False})
+            table[(dataset, length)] = averages
+        # ten json_kv items: needle at depths 0.05 .. 0.95, right (1) in the first recall/10 of them
+        outputs[f"json_kv/{length}"] = [{"key": f"helmet/json_kv/{length}/kv-{i}/0", "needle_depth": (i + 0.5) / 10,
+                                         "substring_exact_match": 1.0 if i < recall / 10 else 0.0} for i in range(10)]
+    return {"benchmark": "helmet", "units": units, "collect": collect(table), "outputs": outputs}
+
+
+def write_v1(folder: Path, stem: str, model: str, tasks: dict) -> Path:
+    """A schema-v1 results file holding `tasks` (task -> details section) for `model`."""
+    path = folder / f"{stem}.json"
+    data = {"schema_version": 1, "results": {}, "details": tasks, "run_name": stem,
+            "model": {"path": f"/models/{model}", "fingerprint": f"fp-{model}"}, "config": {"tasks": list(tasks)}}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path

@@ -14,8 +14,8 @@ from jaxeval.results.report import build_views
 from jaxeval.results.report_data import length_breakdowns, load_runs, sort_lengths
 from report_fixtures import agent_bench_section, longbench_section, two_runs, write_run
 
-FIGURES = ("agent_bench_length", "agent_bench_distance", "longbench_datasets", "longbench_length",
-           "longbench_e_length")
+FIGURES = ("agent_bench_length", "agent_bench_distance", "agent_bench_heatmap", "longbench_datasets",
+           "longbench_length", "longbench_e_length")
 
 
 def _views(paths):

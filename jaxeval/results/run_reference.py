@@ -1,0 +1,48 @@
+"""`jaxeval run ... --reference ORIGINAL.json`: the run's comparison with its original, written
+beside its results as `<run name>.vs-reference/index.html` (the page `jaxeval report RESULTS
+--reference ORIGINAL` draws, with the same --bootstrap, --bootstrap_seed and --ci).
+
+The reference is read and checked against the run's tasks and settings before the model loads
+(a bad file or a mismatch is one line, exit 2, and nothing runs); the report is made after the
+results are written, by process 0, for a local output folder (for a URL: the command to make it
+is printed).
+"""
+
+from __future__ import annotations
+
+from jaxeval.results.report_data import Run, load_runs
+
+FOLDER_SUFFIX = ".vs-reference"
+
+
+def check_reference(args, tasks: list[str]) -> None:
+    """DataError / ConfigError before any work when the reference cannot be compared with this run."""
+    from jaxeval.results.compare import check_comparable
+    from jaxeval.results.report import check_reference_arguments
+    from jaxeval.results.runconfig import recorded_config
+
+    if not getattr(args, "reference", None):
+        return
+    check_reference_arguments(args)
+    (reference,) = load_runs([args.reference])
+    this = Run("this run", "this run", {task: None for task in tasks}, {}, {"config": recorded_config(args, tasks)})
+    check_comparable(reference, this)
+
+
+def report_against_reference(args, name: str, results_path: str) -> str | None:
+    """Write the comparison page beside the results; its path, or None (printed why)."""
+    from jaxeval.results.report import build_report
+    from jaxeval.results.runconfig import output_folder
+    from jaxeval.results.storage import is_url, join
+
+    if not getattr(args, "reference", None):
+        return None
+    if is_url(results_path):
+        print(f"--reference: the comparison page is written for local results only; make it with: jaxeval report "
+              f"{results_path} --reference {args.reference} --out DIR")
+        return None
+    out = join(output_folder(args), name + FOLDER_SUFFIX)
+    page = build_report([results_path], out, reference=args.reference, resamples=args.bootstrap,
+                        seed=args.bootstrap_seed, level=args.ci)
+    print(f"wrote {page}")
+    return str(page)
