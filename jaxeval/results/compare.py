@@ -82,11 +82,12 @@ def read_samples(path: str | None) -> list[dict] | None:
     return rows
 
 
-def _settings_keys(benchmark) -> set[str]:
+def _settings_keys(benchmark, every: bool = False) -> set[str]:
+    """The benchmark's flags that change numbers (every: all of its flags)."""
     from jaxeval.benchmarks import settings as settings_fields
 
     return {f"{benchmark.name}_{field.name}" for field, _ in settings_fields.fields(benchmark.Settings)
-            if field.metadata.get("hashed", True)} - set(IGNORED_SETTINGS)
+            if every or field.metadata.get("hashed", True)} - set(IGNORED_SETTINGS)
 
 
 def check_comparable(reference: Run, modified: Run) -> tuple[list[str], list[tuple[str, str, str]], dict]:
@@ -109,11 +110,15 @@ def check_comparable(reference: Run, modified: Run) -> tuple[list[str], list[tup
                 raise DataError(f"{modified.path}: {task} ran with {key} = {mod_config.get(key)!r}, its reference "
                                 f"{reference.path} with {ref_config.get(key)!r}; per-sample deltas need the same "
                                 f"benchmark settings (rerun one of them with the other's)")
-    every_benchmark = {key for benchmark in set(benchmarks.values()) for key in _settings_keys(benchmark)}
-    differences = [(key, json.dumps(ref_config.get(key)), json.dumps(mod_config.get(key)))
-                   for key in sorted(set(ref_config) | set(mod_config))
-                   if key not in every_benchmark and key not in VOLATILE_CONFIG and key not in IGNORED_SETTINGS
-                   and ref_config.get(key) != mod_config.get(key)]
+    every_benchmark = {key for benchmark in set(benchmarks.values()) for key in _settings_keys(benchmark, True)}
+    shared_settings = [key for key in sorted(set(ref_config) | set(mod_config))
+                       if key not in every_benchmark and key not in VOLATILE_CONFIG and key not in IGNORED_SETTINGS]
+    differences = [(key, json.dumps(ref_config.get(key)), json.dumps(mod_config.get(key))) for key in shared_settings
+                   if key in ref_config and key in mod_config and ref_config[key] != mod_config[key]]
+    only = [key for key in shared_settings if (key in ref_config) != (key in mod_config)]
+    if only and ref_config and mod_config:  # another jaxeval version recorded other settings
+        differences.append(("recorded in one run only (another jaxeval version?)", ", ".join(
+            key for key in only if key in ref_config) or "-", ", ".join(key for key in only if key in mod_config) or "-"))
     for key in ("limit",):
         if ref_config.get(key) != mod_config.get(key):
             differences.append((key, json.dumps(ref_config.get(key)), json.dumps(mod_config.get(key))))

@@ -191,3 +191,21 @@ def test_samples_without_per_sample_scores_are_said_not_guessed(tmp_path):
     runs, reference = load_report_runs([bare], ref)
     (task,) = compare_runs(reference, runs[1]).tasks
     assert task.pairing is None and re.search(r"no paired deltas: tiny \(modified\) \(no per-sample scores", task.note)
+
+
+def test_rules_follow_and_retained_against_the_reference_run():
+    """Effects (with - without rule): reference 4, 0.5 (not counted: < 1 nat), 4; modified 2 (half:
+    follows), x, 0.5 (an eighth: does not). follow = 1/2; retained = (2 + 0.5) / (4 + 4)."""
+    from jaxeval.benchmarks.agent_bench.sample_scores import rules_tables
+
+    def rows(pairs):
+        return [{"key": f"agent_bench/rules_en/8k/i/{n}", "config": "rules_en", "split": "8k",
+                 "logprob_without_rule": without, "logprob_with_rule": with_rule}
+                for n, (without, with_rule) in enumerate(pairs)]
+
+    reference = rows([(-5.0, -1.0), (-3.0, -2.5), (-6.0, -2.0)])
+    modified = rows([(-5.0, -3.0), (-3.0, -3.0), (-6.0, -5.5)]) + [{"key": "agent_bench/rules_en/8k/j/0",
+                                                                  "config": "rules_en", "split": "8k"}]
+    (table,) = rules_tables(({"reference": {"source": "self"}}, reference), ({"reference": {"source": "self"}}, modified))
+    assert table.rows == (("rules_en/8k", "0.50", "0.31", "2", "3", "0"),)
+    assert "1 targets in one run only" in table.title

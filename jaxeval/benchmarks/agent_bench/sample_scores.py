@@ -77,7 +77,7 @@ def rules_tables(reference: tuple, modified: tuple) -> list[Table]:
                  f"paired by key; counted: |reference effect| >= 1 nat){f'; {unpaired} targets in one run only' if unpaired else ''}")
         tables.append(Table(title, ("config/split", "follow", "retained", "counted", "targets", "unaligned"), tuple(rows)))
     own = (modified[0] or {}) if isinstance(modified[0], dict) else {}
-    if own.get("reference"):
+    if (own.get("reference") or {}).get("source") not in (None, "self"):  # it was given reference scores
         rows = [(f"{config}/{split}", fmt(metrics.get("follow")), fmt(metrics.get("retained")))
                 for config, splits in (own.get("sets") or {}).items() if config.startswith("rules")
                 for split, metrics in (splits or {}).items()]
