@@ -191,6 +191,10 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     p.add_argument("--output_path", default="results",
                    help="folder (local, gs://, any fsspec URL) for results, journal and samples")
     p.add_argument("--out", default=None, help="exact results file (overrides --output_path for it)")
+    p.add_argument("--gen_kwargs", default=None,
+                   help="lm-eval's generation settings over each benchmark's own: temperature, top_p, do_sample, "
+                        "max_gen_toks (= max_new_tokens, replacing the per-dataset budget), until (stop strings), "
+                        "as k=v,... (until=[\"\\n\"]) or JSON; hashed into the run, listed in deviations")
     p.add_argument("--log_samples", action="store_true", help="also write one JSONL line per sample")
     p.add_argument("--config", default=None, help="run config YAML: keys mirror these flags; flags win")
     p.add_argument("--journal", dest="journal_mode", choices=("resume", "recover"), default="resume",

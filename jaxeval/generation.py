@@ -9,6 +9,8 @@ here once.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 from typing import Sequence
 
@@ -75,12 +77,87 @@ class GenerationOptions:
     seed: int = 0
 
 
+@dataclasses.dataclass(frozen=True)
+class GenKwargs:
+    """`--gen_kwargs` (lm-eval's names): settings that replace a benchmark's own in every generation
+    of its run (jaxeval.results.runconfig.parse_gen_kwargs reads them). None: the benchmark's."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    do_sample: bool | None = None  # False: greedy; True with temperature 0: temperature 1 (transformers' default)
+    max_new_tokens: int | None = None  # lm-eval's max_gen_toks; replaces the per-dataset budget
+    until: tuple[str, ...] | None = None  # stop strings, in place of the benchmark's
+
+    def recorded(self) -> dict:
+        """The settings given, by name (results config; hashed into the run)."""
+        return {name: list(value) if isinstance(value, tuple) else value
+                for name, value in dataclasses.asdict(self).items() if value is not None}
+
+    def apply(self, options: GenerationOptions) -> GenerationOptions:
+        changes: dict = {}
+        if self.max_new_tokens is not None:
+            changes.update(max_new_tokens=self.max_new_tokens,
+                           min_new_tokens=min(options.min_new_tokens, self.max_new_tokens))
+        if self.until is not None:
+            changes["stop"] = self.until or None
+        if self.temperature is not None:
+            changes["temperature"] = self.temperature
+        if self.top_p is not None:
+            changes["top_p"] = self.top_p
+        if self.do_sample is False:
+            changes["temperature"] = 0.0
+        elif self.do_sample and changes.get("temperature", options.temperature) == 0.0:
+            changes["temperature"] = 1.0
+        return dataclasses.replace(options, **changes)
+
+    def deviation(self) -> str:
+        given = ", ".join(f"{name}={value!r}" for name, value in self.recorded().items())
+        budget = " (max_new_tokens replaces the benchmark's per-dataset budget)" if self.max_new_tokens else ""
+        return f"--gen_kwargs {given}: in place of the benchmark's own generation settings{budget}"
+
+
+@dataclasses.dataclass
+class _Overriding:
+    gen_kwargs: GenKwargs
+    calls: int = 0  # generate() calls it changed
+
+
+_OVERRIDES: contextvars.ContextVar[_Overriding | None] = contextvars.ContextVar("jaxeval_gen_kwargs", default=None)
+
+
+@contextlib.contextmanager
+def overriding(gen_kwargs: GenKwargs | None):
+    """Within: every generate() call (judges' excepted) runs with gen_kwargs applied; yields the
+    state, whose .calls says whether anything generated (None: nothing to apply)."""
+    if gen_kwargs is None or not gen_kwargs.recorded():
+        yield None
+        return
+    state = _Overriding(gen_kwargs)
+    token = _OVERRIDES.set(state)
+    try:
+        yield state
+    finally:
+        _OVERRIDES.reset(token)
+
+
+def note_overriding(summary: dict | None, state: _Overriding | None) -> dict | None:
+    """A task's summary with the --gen_kwargs deviation added where they changed a generation."""
+    if summary is None or state is None or not state.calls:
+        return summary
+    return {**summary, "deviations": [*summary.get("deviations", []), state.gen_kwargs.deviation()]}
+
+
 def generate(backend, prompts: Sequence[Sequence[int]], options: GenerationOptions, *, batch_size: int = 8,
-             what: str = "the backend") -> list:
+             what: str = "the backend", judge: bool = False) -> list:
     """One generation per prompt, in order, from backend.generate (batch_size prompts per engine
-    batch); an answer of another length is a JaxevalError naming `what`."""
+    batch); an answer of another length is a JaxevalError naming `what`. Inside overriding(), the
+    run's --gen_kwargs replace the options' settings, except for a judge (judge=True)."""
     if not prompts:
         return []
+    active = None if judge else _OVERRIDES.get()
+    if active is not None:
+        options = active.gen_kwargs.apply(options)
+        active.calls += 1
     outputs = backend.generate([list(p) for p in prompts], options.max_new_tokens,
                                list(options.stop) if options.stop else None, options.temperature, options.top_p,
                                options.seed, stop_token_ids=list(options.stop_token_ids or ()) or None,

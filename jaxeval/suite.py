@@ -45,6 +45,9 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
     check_judge_arguments(args)
+    from jaxeval.results.runconfig import parse_gen_kwargs
+
+    parse_gen_kwargs(getattr(args, "gen_kwargs", None))  # an unknown key or bad value: one line, before loading
     check_plan_arguments(args)
     for task, benchmark, settings in each_task(args, names):  # each benchmark's own settings, as its run checks them
         benchmark.check(task, settings, run_context(args, task))
@@ -211,15 +214,20 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
     from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
     from jaxeval.results.schema import add_task, empty_results, finish_results
 
+    from jaxeval.generation import note_overriding, overriding
+    from jaxeval.results.runconfig import parse_gen_kwargs
+
     results, samples, task_seconds = empty_results(), {}, {}
+    gen_kwargs = parse_gen_kwargs(getattr(args, "gen_kwargs", None))
     for task, benchmark, settings in each_task(args, tasks):
         checkpoint()
         started = time.perf_counter()
-        result, table = benchmark.run(run_context(args, task, model, journal), settings)
+        with overriding(gen_kwargs) as overridden:  # --gen_kwargs in every generation of the task
+            result, table = benchmark.run(run_context(args, task, model, journal), settings)
         journal.flush()
         task_seconds[task] = round(time.perf_counter() - started, 3)
         samples[task] = result.pop("sample_log", None)
-        add_task(results, task, result, benchmark.summarize(task, result))
+        add_task(results, task, result, note_overriding(benchmark.summarize(task, result), overridden))
         print(f"\n{task}\n{table}")
     journal.close()
     checkpoint()

@@ -87,7 +87,7 @@ class LocalJudge:
             group = runnable[start:start + self.batch_size]
             try:
                 outs = generate(self.model, [ids for _, ids in group], options, batch_size=self.batch_size,
-                                what=f"local judge {self.model.path}")
+                                what=f"local judge {self.model.path}", judge=True)  # never the run's --gen_kwargs
             except (JaxevalError, RuntimeError) as e:  # e.g. out of device memory: these prompts fail, counted
                 for i, _ in group:
                     replies[i] = self._fail(i, "generate_error", f"{type(e).__name__}: {e}")

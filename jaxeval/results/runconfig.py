@@ -118,6 +118,73 @@ def parse_model_args(text: str | None) -> dict:
     return pairs
 
 
+GEN_KWARGS = ("temperature", "top_p", "do_sample", "max_gen_toks", "max_new_tokens", "until")
+HASHED_WHEN_SET = frozenset({"gen_kwargs"})  # hashed only when given: runs without it keep their names
+
+
+def _gen_value(text: str):
+    """lm-eval's reading of a k=v value: JSON (numbers, true/false, lists, quoted strings), True /
+    False in any case, else the text itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return {"true": True, "false": False}.get(text.lower(), text)
+
+
+def parse_gen_kwargs(given):
+    """--gen_kwargs (lm-eval's `temperature=0,top_p=1,max_gen_toks=64,until=["\\n"]`, a JSON
+    object, or a YAML mapping) -> jaxeval.generation.GenKwargs, or None when empty; a ConfigError
+    names an unknown key or a bad value."""
+    from jaxeval.generation import GenKwargs
+
+    if given is None or (isinstance(given, str) and not given.strip()):
+        return None
+    if isinstance(given, dict):
+        pairs = dict(given)
+    elif given.strip().startswith("{"):
+        try:
+            pairs = json.loads(given)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"--gen_kwargs: {given} is not valid JSON ({e})") from None
+    else:
+        pairs = {}
+        for part in _top_level_parts(given):
+            key, sep, value = part.partition("=")
+            if not part.strip():
+                continue
+            if not sep or not key.strip():
+                raise ConfigError(f"--gen_kwargs: '{part}' is not key=value")
+            pairs[key.strip()] = _gen_value(value.strip())
+    unknown = sorted(set(pairs) - set(GEN_KWARGS))
+    if unknown:
+        raise ConfigError(f"--gen_kwargs: unknown key '{unknown[0]}'; known: {', '.join(GEN_KWARGS)}")
+
+    def number(key, kind, ok, what):
+        value = pairs[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int) or not ok(value):
+            raise ConfigError(f"--gen_kwargs: {key}={value!r} must be {what}")
+        return kind(value)
+
+    budget = {key: number(key, int, lambda v: v >= 1, "a positive integer")
+              for key in ("max_gen_toks", "max_new_tokens") if key in pairs}
+    if len(set(budget.values())) > 1:
+        raise ConfigError(f"--gen_kwargs: max_gen_toks={budget['max_gen_toks']} and max_new_tokens="
+                          f"{budget['max_new_tokens']} differ")
+    until = pairs.get("until")
+    if isinstance(until, str):
+        until = [until]
+    if until is not None and (not isinstance(until, list) or not all(isinstance(s, str) and s for s in until)):
+        raise ConfigError(f"--gen_kwargs: until={pairs['until']!r} must be a string or a list of non-empty strings")
+    do_sample = pairs.get("do_sample")
+    if do_sample is not None and not isinstance(do_sample, bool):
+        raise ConfigError(f"--gen_kwargs: do_sample={do_sample!r} must be true or false")
+    return GenKwargs(
+        temperature=number("temperature", float, lambda v: v >= 0, "a number >= 0") if "temperature" in pairs else None,
+        top_p=number("top_p", float, lambda v: 0 < v <= 1, "a number in (0, 1]") if "top_p" in pairs else None,
+        do_sample=do_sample, max_new_tokens=next(iter(budget.values()), None),
+        until=tuple(until) if until is not None else None)
+
+
 def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
     actions = {a.dest: a for a in parser._actions}
@@ -169,6 +236,9 @@ def recorded_config(args: argparse.Namespace, tasks: list[str]) -> dict:
     config = dict(sorted(config.items()))
     config["tasks"] = list(tasks)
     config["model_args"] = parse_model_args(config.get("model_args"))
+    if "gen_kwargs" in config:  # canonical (max_gen_toks as max_new_tokens), so spellings share a run
+        gen_kwargs = parse_gen_kwargs(config["gen_kwargs"])
+        config["gen_kwargs"] = gen_kwargs.recorded() if gen_kwargs is not None else None
     return json.loads(json.dumps(config, default=str))
 
 
@@ -180,7 +250,8 @@ def not_hashed_keys(args: argparse.Namespace, tasks: list[str]) -> frozenset[str
 def config_hash(config: dict, not_hashed=NOT_HASHED) -> str:
     """sha256 of the config's hashed keys (sorted JSON), first 16 hex digits: deterministic in the
     shared settings and the run's benchmarks' own settings, and in nothing else."""
-    hashed = {key: value for key, value in config.items() if key not in not_hashed}
+    hashed = {key: value for key, value in config.items() if key not in not_hashed
+              and not (key in HASHED_WHEN_SET and value is None)}
     return hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()[:16]
 
 

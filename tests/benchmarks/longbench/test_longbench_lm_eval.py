@@ -18,3 +18,15 @@ def test_fraction_of_each_dataset_and_original_counts(tokenizer):
                          max_length=300)
     assert run_tasks()["longbench_e"].summarize("longbench_e", full)["n-samples"]["longbench_e/trec"] == \
         {"original": 3, "effective": 1}
+
+
+def test_gen_kwargs_replace_the_per_dataset_budget_and_stops(tokenizer):
+    from jaxeval.generation import GenKwargs, overriding
+
+    own = EchoBackend(tokenizer, "a")
+    run_longbench(own, tokenizer, SHIPPED_SAMPLE, datasets=["trec"], limit=1, max_length=300)
+    assert own.calls[0]["max_new_tokens"] == 64 and own.calls[0]["stop"] is None  # trec's own budget
+    backend = EchoBackend(tokenizer, "a")
+    with overriding(GenKwargs(max_new_tokens=3, until=("\n",))) as state:
+        run_longbench(backend, tokenizer, SHIPPED_SAMPLE, datasets=["trec"], limit=1, max_length=300)
+    assert [(c["max_new_tokens"], c["stop"]) for c in backend.calls] == [(3, ["\n"])] and state.calls == 1

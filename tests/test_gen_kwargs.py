@@ -1,0 +1,134 @@
+"""--gen_kwargs (lm-eval's generation settings): parsed as lm-eval writes them, applied in every
+generation of a run through jaxeval.generation (never a judge's), recorded, hashed, and named in
+deviations."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import types
+
+import pytest
+
+from jaxeval.benchmarks import registry
+from jaxeval.benchmarks.base import Benchmark
+from jaxeval.cli import main
+from jaxeval.errors import ConfigError
+from jaxeval.generation import GenerationOptions, GenKwargs, generate, overriding
+from jaxeval.results.runconfig import config_hash, parse_gen_kwargs
+
+
+def test_lm_eval_syntax_json_and_yaml_read_the_same():
+    expected = GenKwargs(temperature=0.0, top_p=1.0, max_new_tokens=64, until=("\n",))
+    assert parse_gen_kwargs('temperature=0,top_p=1,max_gen_toks=64,until=["\\n"]') == expected
+    assert parse_gen_kwargs('{"temperature": 0, "top_p": 1, "max_new_tokens": 64, "until": ["\\n"]}') == expected
+    assert parse_gen_kwargs({"temperature": 0, "top_p": 1, "max_gen_toks": 64, "until": "\n"}) == expected
+    assert parse_gen_kwargs("do_sample=True,until=Answer:") == GenKwargs(do_sample=True, until=("Answer:",))
+    assert parse_gen_kwargs(None) is None and parse_gen_kwargs(" ") is None
+    assert expected.recorded() == {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 64, "until": ["\n"]}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("temprature=0", "unknown key 'temprature'; known: temperature, top_p, do_sample, max_gen_toks"),
+    ("max_gen_toks=0", "max_gen_toks=0 must be a positive integer"),
+    ("max_gen_toks=8,max_new_tokens=9", "max_gen_toks=8 and max_new_tokens=9 differ"),
+    ("top_p=1.5", "top_p=1.5 must be a number in (0, 1]"),
+    ("temperature=hot", "temperature='hot' must be a number >= 0"),
+    ("do_sample=maybe", "do_sample='maybe' must be true or false"),
+    ("until=[1]", "until=[1] must be a string or a list of non-empty strings"),
+    ("temperature", "'temperature' is not key=value"),
+    ("{temperature: 0}", "is not valid JSON"),
+])
+def test_bad_gen_kwargs_are_one_error_naming_them(text, message):
+    with pytest.raises(ConfigError, match="--gen_kwargs: ") as error:
+        parse_gen_kwargs(text)
+    assert message in str(error.value)
+
+
+def test_apply_replaces_the_benchmarks_settings():
+    options = GenerationOptions(200, stop=("\n\n",), stop_token_ids=(0,), min_new_tokens=1, temperature=0.6, top_p=0.95)
+    got = GenKwargs(max_new_tokens=16, until=("END",), top_p=0.5).apply(options)
+    assert (got.max_new_tokens, got.stop, got.stop_token_ids, got.min_new_tokens, got.temperature, got.top_p) == \
+        (16, ("END",), (0,), 1, 0.6, 0.5)
+    assert GenKwargs(do_sample=False).apply(options).temperature == 0.0  # greedy
+    assert GenKwargs(do_sample=True).apply(dataclasses.replace(options, temperature=0.0)).temperature == 1.0
+    assert GenKwargs(do_sample=True).apply(options).temperature == 0.6
+
+
+class RecordingModel:
+    """A stand-in model whose generate() records what it was asked for."""
+
+    path, dtype, fingerprint, attention, tokenizer = "stand-in", "float32", "e" * 16, "none", None
+    config = types.SimpleNamespace(model_type="stand-in")
+
+    def __init__(self):
+        self.stats, self.calls = {"reads": 0, "tokens": 0}, []
+
+    def generate(self, prompts, max_new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=0, *,
+                 stop_token_ids=None, min_new_tokens=0, batch_size=8):
+        self.calls.append({"max_new_tokens": max_new_tokens, "stop": stop, "temperature": temperature, "top_p": top_p})
+        return [types.SimpleNamespace(text="x", tokens=[1]) for _ in prompts]
+
+
+def test_only_inside_overriding_and_never_for_a_judge():
+    model, options = RecordingModel(), GenerationOptions(32, stop=("\n",))
+    with overriding(GenKwargs(max_new_tokens=4, temperature=0.5)) as state:
+        generate(model, [[1, 2]], options)
+        generate(model, [[1, 2]], options, judge=True)
+    generate(model, [[1, 2]], options)
+    assert [(c["max_new_tokens"], c["temperature"]) for c in model.calls] == [(4, 0.5), (32, 0.0), (32, 0.0)]
+    assert state.calls == 1
+
+
+class Generating(Benchmark):
+    name, tasks = "gen_toy", ("gen_toy",)
+
+    @dataclasses.dataclass(frozen=True)
+    class Settings:
+        pass
+
+    def run(self, ctx, settings):
+        outputs = generate(ctx.model, [[1, 2, 3]], GenerationOptions(32, stop=("\n",)))
+        return {"outputs": [o.text for o in outputs]}, "done"
+
+    def summarize(self, task, result):
+        return {"results": {"gen_toy/main": {"n": 1.0}}, "deviations": ["its own"]}
+
+
+@pytest.fixture
+def gen_toy(monkeypatch):
+    from jaxeval import cli
+
+    module = types.ModuleType("gen_toy_benchmark")
+    module.BENCHMARK = Generating()
+    monkeypatch.setitem(sys.modules, "gen_toy_benchmark", module)
+    monkeypatch.setattr(registry, "BENCHMARK_MODULES", (*registry.BENCHMARK_MODULES, "gen_toy_benchmark"))
+    model = RecordingModel()
+    monkeypatch.setattr(cli, "_load", lambda args: model)
+    monkeypatch.setenv("JAXEVAL_PROGRESS", "0")
+    return model
+
+
+def test_a_run_applies_records_hashes_and_names_them(tmp_path, gen_toy, capsys):
+    flags = ["run", "--tasks", "gen_toy", "--model", "stand-in", "--output_path", str(tmp_path)]
+    assert main([*flags, "--out", str(tmp_path / "plain.json")]) == 0
+    assert main([*flags, "--out", str(tmp_path / "given.json"), "--gen_kwargs",
+                 'max_gen_toks=5,until=["END"],temperature=0']) == 0
+    assert [(c["max_new_tokens"], c["stop"]) for c in gen_toy.calls] == [(32, ["\n"]), (5, ["END"])]
+    plain, given = (json.loads((tmp_path / f"{name}.json").read_text()) for name in ("plain", "given"))
+    assert plain["config"]["gen_kwargs"] is None and plain["deviations"]["gen_toy"] == ["its own"]
+    assert given["config"]["gen_kwargs"] == {"temperature": 0.0, "max_new_tokens": 5, "until": ["END"]}
+    assert given["config_hash"] != plain["config_hash"]
+    assert given["deviations"]["gen_toy"][0] == "its own" and "max_new_tokens=5" in given["deviations"]["gen_toy"][1]
+    # runs without --gen_kwargs keep the hash they had before the flag existed
+    without = {k: v for k, v in plain["config"].items() if k != "gen_kwargs"}
+    assert config_hash(without) == config_hash(plain["config"])
+    # the same settings spelled another way are the same run
+    assert main([*flags, "--out", str(tmp_path / "again.json"), "--gen_kwargs",
+                 '{"until": "END", "max_new_tokens": 5, "temperature": 0.0}']) == 0
+    assert json.loads((tmp_path / "again.json").read_text())["config_hash"] == given["config_hash"]
+    capsys.readouterr()
+    assert main([*flags, "--gen_kwargs", "max_tokens=5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--gen_kwargs: unknown key 'max_tokens'" in err
