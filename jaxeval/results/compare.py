@@ -138,7 +138,7 @@ def _scores(run: Run, task: str, benchmark) -> tuple[list | None, list[dict] | N
     if scores is None:
         where = "no per-sample scores in the results" + (f" and no {path}" if samples is None and path else "")
         return None, samples, where
-    return scores, samples, f"{'samples ' + path if samples is not None else 'results details'}"
+    return scores, samples, "the results file" + (f" and {path}" if samples is not None else "")
 
 
 def compare_task(task: str, reference: Run, modified: Run, resamples: int = RESAMPLES, seed: int = SEED,

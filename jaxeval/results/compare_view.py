@@ -70,7 +70,7 @@ def _figure(item: TaskComparison, labels: tuple[str, str], level: float) -> Figu
     lengths = sort_lengths(item.by_length)
     if lengths:
         deltas = {length: item.by_length[length] for length in lengths}
-        bound = max([abs(v) for d in deltas.values() for v in (d.low, d.high, d.delta) if v is not None] or [1.0])
+        bound = max([abs(v) for d in deltas.values() for v in (d.low, d.high, d.delta) if v is not None] + [0.0]) or 1.0
         panels.append(Panel("delta per context length", "context length", DELTA, lengths,
                             {DELTA: {length: d.delta for length, d in deltas.items()}}, "line",
                             errors={DELTA: {length: (d.low, d.high) for length, d in deltas.items()

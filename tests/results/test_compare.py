@@ -209,3 +209,21 @@ def test_rules_follow_and_retained_against_the_reference_run():
     (table,) = rules_tables(({"reference": {"source": "self"}}, reference), ({"reference": {"source": "self"}}, modified))
     assert table.rows == (("rules_en/8k", "0.50", "0.31", "2", "3", "0"),)
     assert "1 targets in one run only" in table.title
+
+
+def test_helmet_sample_scores_use_the_headline_measure_from_outputs_or_samples():
+    from jaxeval.benchmarks.helmet.benchmark import BENCHMARK
+
+    records = [{"key": "helmet/json_kv/8k/kv-0/0", "substring_exact_match": True, "exact_match": False,
+                "needle_depth": 0.42},
+               {"key": "helmet/json_kv/8k/kv-1/0", "substring_exact_match": False, "exact_match": True}]
+    section = {"outputs": {"json_kv/8k": records, "narrativeqa_7892/8k": [{"key": "helmet/narrativeqa_7892/8k/n/0",
+                                                                          "rougeL_f1": 0.3}]}}
+    scores = BENCHMARK.sample_scores("helmet", section, None)
+    assert [(s.group, s.length, s.score, s.depth) for s in scores] == [
+        ("json_kv", "8k", 100.0, "40-50%"), ("json_kv", "8k", 0.0, None), ("narrativeqa", "8k", None, None)]
+    # outputs written before they kept their key: the samples file's rows, named by their unit
+    old = {"outputs": {"json_kv/8k": [{k: v for k, v in r.items() if k != "key"} for r in records]}}
+    samples = [{"unit": "json_kv/8k", **records[0]}]
+    assert [s.key for s in BENCHMARK.sample_scores("helmet", old, samples)] == ["helmet/json_kv/8k/kv-0/0"]
+    assert BENCHMARK.sample_scores("helmet", old, None) is None

@@ -73,7 +73,8 @@ def _depth_panels(pairs: Pairs) -> list[Panel]:
                 continue
             measure = headline_measure(dataset)
             for record in records or ():
-                depth, value = depth_label(record.get("needle_depth")), number(record.get(measure))
+                raw = record.get(measure)
+                depth, value = depth_label(record.get("needle_depth")), float(raw) if isinstance(raw, bool) else number(raw)
                 if depth is not None and value is not None:
                     cells.setdefault((depth, length), []).append(100 * value)
         if cells:

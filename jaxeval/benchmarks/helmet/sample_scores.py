@@ -23,15 +23,10 @@ def headline_measure(dataset: str) -> str | None:
 
 
 def helmet_sample_scores(task: str, section: dict | None, samples: list[dict] | None) -> list | None:
-    from jaxeval.results.paired import SampleScore
+    from jaxeval.results.paired import SampleScore, per_sample_rows
 
-    outputs = (section or {}).get("outputs")
-    if isinstance(outputs, dict) and outputs and all(
-            isinstance(r, dict) and "key" in r for records in outputs.values() for r in records or ()):
-        rows = [(unit, record) for unit, records in outputs.items() for record in records or ()]
-    elif samples:
-        rows = [(row.get("unit"), row) for row in samples]
-    else:
+    rows = per_sample_rows((section or {}).get("outputs"), samples, "unit", keyed=True)
+    if rows is None:
         return None
     scores = []
     for unit, record in rows:
@@ -39,7 +34,8 @@ def helmet_sample_scores(task: str, section: dict | None, samples: list[dict] | 
             return None  # not jaxeval's layout: nothing to pair by
         dataset, length = unit.rsplit("/", 1)
         measure = headline_measure(dataset)
-        value = number(record.get(measure)) if measure else None
+        raw = record.get(measure) if measure else None
+        value = float(raw) if isinstance(raw, bool) else number(raw)  # exact-match measures are per-item booleans
         scores.append(SampleScore(record["key"], dataset_key(dataset), length,
-                                  None if value is None else 100 * value, depth_label(record.get("depth"))))
+                                  None if value is None else 100 * value, depth_label(record.get("needle_depth"))))
     return scores
