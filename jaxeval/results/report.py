@@ -139,7 +139,7 @@ def build_report(paths: Sequence[str | Path], out_dir: str | Path, embed: bool =
     if unknown.rows:
         echo("\n" + format_table(unknown))
     page = write_page(out_dir / PAGE, runs, views, images, unknown, embed=embed, reference=reference_run,
-                      extra=extra)
+                      extra=extra[:1], closing=extra[1:])
     if embed:
         for png in images.values():
             png.unlink()

@@ -62,6 +62,10 @@ def _runs_table(runs: Sequence[Run]) -> Table:
     return Table("Runs", ("run", "file", "date", "git", "devices", "wall time (s)", "sections"), tuple(rows))
 
 
+def _anchor(table: Table) -> str:
+    return "".join(c if c.isalnum() else "-" for c in table.title.lower())[:40]
+
+
 def page_title(runs: Sequence[Run], reference: Run | None = None) -> str:
     """One run: its label; several: their labels side by side; with a reference: the others against it."""
     if reference is not None:
@@ -73,11 +77,16 @@ def page_title(runs: Sequence[Run], reference: Run | None = None) -> str:
 
 def write_page(path: Path, runs: Sequence[Run], views: Sequence[BenchmarkView],
                images: dict[tuple[str, str], Path], unknown: Table | None, embed: bool = False,
-               reference: Run | None = None, extra: Sequence[Table] = ()) -> Path:
+               reference: Run | None = None, extra: Sequence[Table] = (), closing: Sequence[Table] = ()) -> Path:
     """Write the page; `images` maps (benchmark, figure name) to its PNG file; `extra`: tables
-    after the runs' (effective context length, failures and skips)."""
+    after the runs' (effective context length); `closing`: tables at the end (failures and
+    skips), linked from the top."""
     parts = [f"<h1>{_e(page_title(runs, reference))}</h1>", _table(_runs_table(runs))]
     parts.extend(_table(table) for table in extra if table.rows)
+    for table in closing:
+        if table.rows:
+            parts.append(f'<p class="note"><a href="#{_e(_anchor(table))}">{_e(table.title)}: {len(table.rows)}</a> '
+                         f'(end of the page)</p>')
     for view in views:
         parts.append(f'<section id="{_e(view.name)}"><h2>{_e(view.name)}</h2>')
         parts.extend(_table(table) for table in view.tables)
@@ -88,6 +97,9 @@ def write_page(path: Path, runs: Sequence[Run], views: Sequence[BenchmarkView],
                          f'{". " + _e(figure.caption) if figure.caption else ""}</figcaption></figure>')
         parts.extend(f'<p class="note">{_e(note)}</p>' for note in view.notes)
         parts.append("</section>")
+    for table in closing:
+        if table.rows:
+            parts.append(f'<section id="{_e(_anchor(table))}">{_table(table)}</section>')
     if unknown is not None and unknown.rows:
         parts.append('<section id="unrecognised"><h2>Sections not recognised</h2>')
         parts.append(_table(unknown))

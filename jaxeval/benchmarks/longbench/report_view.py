@@ -53,10 +53,33 @@ def longbench_view(pairs: Pairs) -> BenchmarkView:
         view.figures.append(Figure("longbench_length", "LongBench: score against context length", (
             Panel("all datasets pooled", "prompt tokens before truncation", "mean sample score (0-100)", x, by_run),),
             "LongBench v1 has no official length split: per-sample scores pooled by prompt length"))
+        view.length_curve, view.curve_name = by_run, "mean sample score, datasets pooled"
     else:
         view.notes.append("no per-sample outputs in these results: no LongBench length plot "
                           "(LongBench-E reports scores by length)")
+    for label, section in pairs:
+        view.issues.extend(_issues(label, section))
     return view
+
+
+def _issues(label: str, section: dict) -> list[tuple[str, str, str]]:
+    """Truncated prompts and empty length buckets, per dataset."""
+    found = []
+    truncated = (section.get("prompting") or {}).get("truncated") or {}
+    for dataset, count in truncated.items():
+        if count:
+            found.append((label, f"{dataset}: {count} prompts truncated", "longer than the model's budget: middle "
+                          "truncation (official pred.py)"))
+    empty_by_buckets: dict[str, list[str]] = {}  # datasets grouped by their empty buckets: one row each
+    for dataset, score in (section.get("scores") or {}).items():
+        if isinstance(score, dict):
+            empty = [bucket for bucket, value in score.items() if number(value) is None]
+            if empty:
+                empty_by_buckets.setdefault(", ".join(empty), []).append(dataset)
+    for buckets, datasets in empty_by_buckets.items():
+        found.append((label, f"{len(datasets)} datasets ({', '.join(datasets)}): no score at {buckets}",
+                      "no sample of that length bucket in the data run (NaN, as the official eval.py writes)"))
+    return found
 
 
 def longbench_e_view(pairs: Pairs) -> BenchmarkView:
@@ -99,4 +122,7 @@ def longbench_e_view(pairs: Pairs) -> BenchmarkView:
         view.figures.append(Figure("longbench_e_length", "LongBench-E: score against context length",
                                    tuple(panels), "average: the official mean over all 13 datasets when all were "
                                    "scored, else the mean over those present"))
+        view.length_curve, view.curve_name = panels[0].by_run, "average over datasets"
+    for label, section in pairs:
+        view.issues.extend(_issues(label, section))
     return view
