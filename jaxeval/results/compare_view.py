@@ -46,6 +46,13 @@ def _tables(item: TaskComparison, level: float) -> list[Table]:
         tables.append(Table(f"{item.task}: paired deltas per context length", (
             "length", "paired", "reference", "modified", "delta", interval),
             tuple(_row(length, item.by_length[length]) for length in lengths)))
+    if len(lengths) > 1:  # several lengths: each group at each of them
+        order = {length: index for index, length in enumerate(lengths)}
+        cells = sorted(item.by_group_length.items(), key=lambda kv: (groups.index(kv[0][0]) if kv[0][0] in groups
+                                                                      else len(groups), order.get(kv[0][1], 0)))
+        tables.append(Table(f"{item.task}: paired deltas per group and context length", (
+            "group @ length", "paired", "reference", "modified", "delta", interval),
+            tuple(_row(f"{group} @ {length}", delta) for (group, length), delta in cells)))
     unpaired = [(side, sample.key) for side, samples in (("reference", pairing.only_reference),
                                                           ("modified", pairing.only_modified))
                 for sample in samples[:LISTED_KEYS]]

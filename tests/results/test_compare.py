@@ -146,6 +146,8 @@ def test_report_with_a_reference_pairs_counts_and_draws_side_by_side(tmp_path, c
         "reference", "longbench/hotpotqa/test/5/id5/0"]
     lengths = tables["longbench: paired deltas per context length"]
     assert [row[0] for row in lengths[1:]] == ["0-4k", "4-8k", "8-16k"] and lengths[1][4] == "-50.00"
+    both = tables["longbench: paired deltas per group and context length"]
+    assert both[1][:5] == ["qasper @ 0-4k", "2", "100.00", "0.00", "-100.00"] and both[4][0] == "hotpotqa @ 0-4k"
     assert 'src="compare_longbench.png"' in page and (out / "compare_longbench.png").stat().st_size > 5000
     assert "paired percentile bootstrap over items: 2000 resamples" in page
     printed = capsys.readouterr().out
