@@ -66,4 +66,49 @@ def agent_bench_view(pairs: Pairs) -> BenchmarkView:
                                    "the tool's definition (tool_calls) to the scored target"))
     else:
         view.notes.append("no distance breakdown (by_distance) in these results: no distance plot")
+    heatmaps = _distance_heatmaps(labels, sets)
+    if heatmaps:
+        view.figures.append(Figure("agent_bench_heatmap", "longctx-agent-bench: context length x distance",
+                                   tuple(heatmaps), "cell: the share of targets right at that context length "
+                                   "(column) and distance back to the evidence (row); grey: no target there"))
+    view.length_curve = {label: {split: number((metrics or {}).get("query_accuracy"))
+                                 for split, metrics in (sets[label].get("facts") or {}).items()}
+                         for label in labels if sets[label].get("facts")}
+    view.curve_name = "facts query_accuracy"
+    for label, section in pairs:
+        view.issues.extend(_issues(label, section))
     return view
+
+
+def _distance_heatmaps(labels, sets) -> list[Panel]:
+    """Per run and config: rows the distance buckets, columns the context lengths (splits)."""
+    panels = []
+    for config, metric in AGENT_DISTANCE_METRICS.items():
+        for label in labels:
+            splits = {split: metrics.get("by_distance") for split, metrics in (sets[label].get(config) or {}).items()
+                      if isinstance((metrics or {}).get("by_distance"), dict)}
+            if not splits:
+                continue
+            rows = sort_lengths(bucket for buckets in splits.values() for bucket in buckets)
+            grid = {bucket: {split: number((buckets.get(bucket) or {}).get(metric)) for split, buckets in splits.items()}
+                    for bucket in rows}
+            panels.append(Panel(f"{label}: {config} {metric}", "context length", "tokens back to the evidence",
+                                sort_lengths(splits), grid, "heatmap", y_range=(0.0, 1.0), rows=rows))
+    return panels
+
+
+def _issues(label: str, section: dict) -> list[tuple[str, str, str]]:
+    """Headline rows not fully scored, rules cells with unaligned targets, mode fallbacks."""
+    found = []
+    for row in section.get("rows") or ():
+        scored, total = row.get("scored"), row.get("total")
+        if isinstance(scored, int) and isinstance(total, int) and scored < total:
+            why = ("targets the reference's effect does not count (|effect| < 1 nat) or unaligned"
+                   if row.get("metric") in ("follow", "worst_retained") else "targets not aligned to token boundaries")
+            found.append((label, f"{row.get('row')}: {scored} of {total} scored", why))
+    for note in section.get("mode_notes") or ():
+        found.append((label, "alignment mode", str(note)))
+    reference = section.get("reference")
+    if isinstance(reference, dict) and reference.get("note"):
+        found.append((label, "rules reference", str(reference["note"])))
+    return found

@@ -127,6 +127,11 @@ class Helmet(Benchmark):
     def summarize(self, task: str, result: dict) -> dict:
         return summary.summarize(task, result)
 
+    def report_view(self, task: str):
+        from jaxeval.benchmarks.helmet.report_view import helmet_view
+
+        return helmet_view
+
     def sample_scores(self, task: str, section: dict | None, samples: list[dict] | None) -> list | None:
         from jaxeval.benchmarks.helmet.sample_scores import helmet_sample_scores
 

@@ -30,15 +30,11 @@ def _length(output: dict, e: bool) -> str | None:
 
 
 def longbench_sample_scores(task: str, section: dict | None, samples: list[dict] | None) -> list | None:
-    from jaxeval.results.paired import SampleScore
+    from jaxeval.results.paired import SampleScore, per_sample_rows
 
     e = task == "longbench_e"
-    outputs = (section or {}).get("outputs")
-    if isinstance(outputs, dict) and outputs:
-        rows = [(dataset, output) for dataset, items in outputs.items() for output in items or ()]
-    elif samples:
-        rows = [(row.get("dataset"), row) for row in samples]
-    else:
+    rows = per_sample_rows((section or {}).get("outputs"), samples, "dataset")
+    if rows is None:
         return None
     scores = []
     for dataset, output in rows:
