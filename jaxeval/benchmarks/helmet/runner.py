@@ -142,7 +142,7 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
                                           generation_max_length=settings.generation_max_length,
                                           llama2_tokenizer=llama2_tokenizer,
                                           key_prefix="agenticlu" if agenticlu else "helmet")
-        records = [{"key": p.key, **record, "depth": needle_depth(p.sample, unit.dataset)}  # for `report --reference`
+        records = [{"key": p.key, **record, "needle_depth": needle_depth(p.sample, unit.dataset)}  # for `report --reference`
                    for p, record in zip(prepared, generate_records(model, prepared, unit, settings, journal, batch_size))]
         records, averages, score_notes = score_records(unit.dataset, records, nli=nli)
         judged_notes = None
