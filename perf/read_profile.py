@@ -1,17 +1,21 @@
 """Where a jaxeval read spends its time: each prefill chunk, the LM head, and XLA's own FLOP counts.
 
     python perf/read_profile.py MODEL_FOLDER_OR_SHAPE [--tokens 8192] [--out FILE.json]
+    python perf/read_profile.py llama-57m --head_rows 64,256,1024     # the LM head alone, by block size
 
 Runs read()'s pieces one at a time on the same inputs `jaxeval bench` uses (random ids, every
 position read), each blocked until ready: every prefill_chunk call (its start position shows how
 attention grows along the sequence) and read_head. Also reports XLA's cost analysis (FLOPs of
 the compiled programs, padding and masked work included) beside the FLOPs the read needs
 (jaxeval.bench.shapes.read_flops) and the float32 matmul peak measured in the same process.
+--head_rows times only the LM head over every row, for each rows-per-block given (calls
+interleaved, medians as ratios to the first), and checks that every block size gives the same bits.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -22,6 +26,7 @@ def main() -> None:
     parser.add_argument("model")
     parser.add_argument("--tokens", type=int, default=8192)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--head_rows", default=None, help="comma-separated rows per head block to compare")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
@@ -51,6 +56,13 @@ def main() -> None:
     tokens[:n - 1, 0] = ids[positions]
     rope = host_rope(c, n)
     kw = dict(config=c, backend=model.attention)
+    if args.head_rows:
+        report = compare_head_rows(params, c, k_pad, [int(r) for r in args.head_rows.split(",")], args.repeats + 2)
+        print(json.dumps(report, indent=2))
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(report, f, indent=2)
+        return
 
     def fresh():
         shape = (c.num_layers, 1, bucket, c.num_kv_heads, c.head_dim)
@@ -109,6 +121,40 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as f:
             json.dump(report, f, indent=2)
+
+
+def compare_head_rows(params, c, k: int, block_rows: list[int], repeats: int) -> dict:
+    """Time read_head over k rows with each rows-per-block (jaxeval.engine.read.head_rows patched)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from jaxeval.engine import read as engine_read
+
+    hidden = jax.random.normal(jax.random.key(0), (k, c.hidden_size), jnp.float32)
+    tokens = jnp.asarray(np.random.RandomState(0).randint(0, c.vocab_size, (k, 1)).astype(np.int32))
+    chosen = engine_read.head_rows
+    compiled, outputs = {}, {}
+    try:
+        for rows in block_rows:
+            engine_read.head_rows = lambda k_, v_, rows=rows: min(rows, k_)  # noqa: E731 (read at trace time)
+            fresh = jax.jit(functools.partial(engine_read.read_head.__wrapped__, config=c))  # a new trace each time
+            compiled[rows] = fresh.lower(params, hidden, tokens).compile()
+            outputs[rows] = jax.block_until_ready(compiled[rows](params, hidden, tokens))
+    finally:
+        engine_read.head_rows = chosen
+    times = {rows: [] for rows in block_rows}
+    for _ in range(repeats):
+        for rows, fn in compiled.items():
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn(params, hidden, tokens))
+            times[rows].append(time.perf_counter() - t0)
+    first = block_rows[0]
+    median = {rows: float(np.median(t)) for rows, t in times.items()}
+    return {"rows": k, "vocab": c.vocab_size, "default_rows": chosen(k, c.vocab_size), "load": list(os.getloadavg()),
+            "seconds": times, "ratio_to_first": {rows: median[rows] / median[first] for rows in block_rows},
+            "same_bits_as_first": {rows: bool((outputs[rows][0] == outputs[first][0]).all()
+                                              and (outputs[rows][1] == outputs[first][1]).all()) for rows in block_rows}}
 
 
 if __name__ == "__main__":

@@ -142,9 +142,19 @@ def cmd_bench(args) -> int:
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # workers share one accelerator in turn
     load_before = os.getloadavg()
     started = datetime.datetime.now(datetime.timezone.utc)
+
+    def report_of(raw_out: dict, complete: bool) -> dict:
+        report = build_report(name, folder, config, options, plan, raw_out, reason, load_before, started,
+                              command_line(args))
+        return report | {"complete": complete}
+
+    def phase_done(raw_out: dict) -> None:  # a long run keeps what it measured if it is stopped
+        write_json_atomic(args.out, report_of(raw_out, complete=False))
+
     raw_out = run_phases(str(folder), options, plan, reason, lambda t: 4 * t * config.vocab_size,
-                         available_memory_bytes(), progress=lambda m: print(m, file=sys.stderr, flush=True))
-    report = build_report(name, folder, config, options, plan, raw_out, reason, load_before, started, command_line(args))
+                         available_memory_bytes(), progress=lambda m: print(m, file=sys.stderr, flush=True),
+                         phase_done=phase_done)
+    report = report_of(raw_out, complete=True)
     print(reports.table(report))
     print(f"wrote {write_json_atomic(args.out, report)}")
     return 0
@@ -153,7 +163,7 @@ def cmd_bench(args) -> int:
 def build_report(name, folder, config, options, plan, raw_out, reason, load_before, started, command) -> dict:
     from jaxeval.engine.compile_cache import compile_cache_dir
 
-    peak = max(m["flops_per_s"] for m in raw_out["matmul"])
+    peak = max((m["flops_per_s"] for m in raw_out["matmul"]), default=None)
     info = raw_out["worker_info"]
     report = {
         "schema": reports.SCHEMA, "date": started.isoformat(timespec="seconds"),

@@ -119,8 +119,9 @@ def measure_matmul(worker: Worker, n: int, repeats: int = 5) -> dict:
 
 
 def run_phases(folder: str, options: dict, plan: dict, transformers_reason: str | None, logits_bytes,
-               available_bytes: int, progress=print) -> dict:
-    """Run every phase of the plan; the raw per-side figures (jaxeval.bench.report shapes them)."""
+               available_bytes: int, progress=print, phase_done=lambda raw: None) -> dict:
+    """Run every phase of the plan; the raw per-side figures (jaxeval.bench.report shapes them).
+    phase_done(raw so far) runs after each phase (the command rewrites its JSON then)."""
     sides = ["jaxeval", "transformers"]
     base_skip = {"transformers": transformers_reason} if transformers_reason else {}
     out: dict = {"read": [], "generate": [], "rules": None, "matmul": [], "worker_info": {}}
@@ -142,6 +143,7 @@ def run_phases(folder: str, options: dict, plan: dict, transformers_reason: str 
         finally:
             close(workers)
         out["read"].append({"tokens": tokens, "sides": result, "skipped": skip})
+        phase_done(out)
     if plan["batches"]:
         progress(f"bench: generation, batches {', '.join(map(str, plan['batches']))} ...")
         workers = start(sides, folder, options, base_skip)
@@ -151,6 +153,7 @@ def run_phases(folder: str, options: dict, plan: dict, transformers_reason: str 
                 result = interleaved(workers, "generate", plan["repeats"], batch=batch,
                                      prompt_tokens=plan["prompt_tokens"], new_tokens=plan["new_tokens"])
                 out["generate"].append({"batch": batch, "sides": result, "skipped": base_skip})
+                phase_done(out)
         finally:
             close(workers)
     if plan["rules_limit"]:

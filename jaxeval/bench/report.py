@@ -31,7 +31,7 @@ def read_entry(raw: dict, flops: dict, peak: float) -> dict:
         if side and "error" not in side:
             side["tokens_per_s"] = tokens / side["seconds"]
             side["achieved_flops_per_s"] = flops["total"] / side["seconds"]
-            side["mfu"] = side["achieved_flops_per_s"] / peak
+            side["mfu"] = side["achieved_flops_per_s"] / peak if peak else None
     entry["ratio"] = {"seconds": _ratio(_seconds(j), _seconds(t)),
                       "peak_rss": _ratio(j and j.get("peak_rss_mb"), t and t.get("peak_rss_mb")) if t and "error" not in t else None,
                       "per_repeat_seconds": ([a / b for a, b in zip(j["times"], t["times"])]
@@ -90,10 +90,17 @@ def _fmt(x, spec=".3g") -> str:
     return "-" if x is None else format(x, spec)
 
 
+def _row(label: str, entry: dict, key: str, ratio, mfu) -> str:
+    j, t = entry["jaxeval"] or {}, entry["transformers"] or {}
+    return (f"{label:<26}{_fmt(j.get(key)):>12}{_fmt(t.get(key)):>14}{_fmt(ratio):>8}{_fmt(mfu, '.1%'):>7}"
+            f"{_fmt(j.get('peak_rss_mb'), '.0f') + '/' + _fmt(t.get('peak_rss_mb'), '.0f'):>16}"
+            f"{_fmt((j.get('compile_first_call') or {}).get('count'), 'd'):>9}")
+
+
 def table(report: dict) -> str:
     """The terminal summary: one line per measurement, then the targets."""
     lines = [f"jaxeval bench: {report['model']['name']} ({report['model']['dtype']}, {report['hardware']['platform']}, "
-             f"matmul peak {report['matmul_peak']['flops_per_s'] / 1e9:.1f} GFLOP/s, "
+             f"matmul peak {_fmt((report['matmul_peak']['flops_per_s'] or 0) / 1e9, '.1f')} GFLOP/s, "
              f"load {'/'.join(f'{x:.1f}' for x in report['load']['before'])} -> "
              f"{'/'.join(f'{x:.1f}' for x in report['load']['after'])})"]
     if not report["transformers"]["available"]:
@@ -101,17 +108,9 @@ def table(report: dict) -> str:
     lines.append(f"{'measurement':<26}{'jaxeval':>12}{'transformers':>14}{'ratio':>8}{'MFU':>7}"
                  f"{'RSS MB j/t':>16}{'compiles':>9}")
     for r in report["read"]:
-        j, t = r["jaxeval"] or {}, r["transformers"] or {}
-        lines.append(f"{'read ' + str(r['tokens']) + ' tok (s)':<26}{_fmt(j.get('seconds')):>12}"
-                     f"{_fmt(t.get('seconds')):>14}{_fmt(r['ratio']['seconds']):>8}{_fmt(j.get('mfu'), '.1%'):>7}"
-                     f"{_fmt(j.get('peak_rss_mb'), '.0f') + '/' + _fmt(t.get('peak_rss_mb'), '.0f'):>16}"
-                     f"{_fmt((j.get('compile_first_call') or {}).get('count'), 'd'):>9}")
+        lines.append(_row(f"read {r['tokens']} tok (s)", r, "seconds", r["ratio"]["seconds"], (r["jaxeval"] or {}).get("mfu")))
     for g in report["generate"]:
-        j, t = g["jaxeval"] or {}, g["transformers"] or {}
-        lines.append(f"{'generate batch ' + str(g['batch']) + ' (tok/s)':<26}{_fmt(j.get('tokens_per_s')):>12}"
-                     f"{_fmt(t.get('tokens_per_s')):>14}{_fmt(g['ratio']['tokens_per_s']):>8}{'':>7}"
-                     f"{_fmt(j.get('peak_rss_mb'), '.0f') + '/' + _fmt(t.get('peak_rss_mb'), '.0f'):>16}"
-                     f"{_fmt((j.get('compile_first_call') or {}).get('count'), 'd'):>9}")
+        lines.append(_row(f"generate batch {g['batch']} (tok/s)", g, "tokens_per_s", g["ratio"]["tokens_per_s"], None))
     rules = report["rules"]
     if rules:
         a, b = rules["reuse"], rules["no_reuse"]
