@@ -195,7 +195,10 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
                    help="lm-eval's generation settings over each benchmark's own: temperature, top_p, do_sample, "
                         "max_gen_toks (= max_new_tokens, replacing the per-dataset budget), until (stop strings), "
                         "as k=v,... (until=[\"\\n\"]) or JSON; hashed into the run, listed in deviations")
-    p.add_argument("--log_samples", action="store_true", help="also write one JSONL line per sample")
+    p.add_argument("--log_samples", action="store_true", help="also write one JSONL line per sample (the prompt's "
+                   "sha256 and length in tokens, the target, the raw output, the scores)")
+    p.add_argument("--log_samples_prompts", action="store_true",
+                   help="--log_samples with each prompt's full text in its line (large at long context)")
     p.add_argument("--config", default=None, help="run config YAML: keys mirror these flags; flags win")
     p.add_argument("--journal", dest="journal_mode", choices=("resume", "recover"), default="resume",
                    help="resume: reuse the run's journal, refusing a damaged one; recover: keep every intact "

@@ -258,7 +258,7 @@ def write_outputs(args, name: str, results: dict, samples: dict) -> None:
     from jaxeval.results.storage import join, write_text_atomic
 
     print(f"wrote {write_json_atomic(results_path(args, name), results)}")
-    if not args.log_samples:
+    if not (args.log_samples or getattr(args, "log_samples_prompts", False)):
         return
     for task, task_samples in samples.items():
         if task_samples is None:

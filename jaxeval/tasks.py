@@ -16,7 +16,8 @@ def run_context(args, task: str, model=None, journal=None):
     judge = JudgeCalls(*(getattr(args, name, DEFAULTS[name]) for name in ("judge_timeout", "judge_retries",
                                                                            "judge_max_failures")))
     return RunContext(task=task, model=model, journal=journal, limit=args.limit, batch_size=args.batch_size,
-                      seed=args.seed, model_path=str(args.model), output_folder=output_folder(args), judge=judge)
+                      seed=args.seed, model_path=str(args.model), output_folder=output_folder(args), judge=judge,
+                      log_prompts=bool(getattr(args, "log_samples_prompts", False)))
 
 
 def each_task(args, tasks: list[str]):

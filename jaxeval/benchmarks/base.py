@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import math
 from typing import Callable, Sequence
 
@@ -59,6 +60,18 @@ def limit_count(total: int, limit) -> int:
     return min(total, int(math.ceil(total * limit)) if isinstance(limit, float) else limit)
 
 
+def prompt_fields(text: str, tokens: int, with_text: bool = False) -> dict:
+    """A sample's prompt in the --log_samples rows: the sha256 of its text (UTF-8), its length in
+    tokens, and with --log_samples_prompts the text itself."""
+    fields = {"prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "prompt_tokens": tokens}
+    return {**fields, "prompt": text} if with_text else fields
+
+
+def prompt_text(tokenizer, ids) -> str:
+    """The text of prompt ids as the model got them (special tokens kept: the chat template's too)."""
+    return tokenizer.decode(list(ids), skip_special_tokens=False)
+
+
 def limited(items: Sequence, limit) -> list:
     """The first limit_count(len(items), limit) items."""
     return list(items)[:limit_count(len(items), limit)]
@@ -86,6 +99,7 @@ class RunContext:
     model_path: str = ""  # as the user gave it (for messages)
     output_folder: str = "results"
     judge: JudgeCalls = JudgeCalls()
+    log_prompts: bool = False  # --log_samples_prompts: the prompt text in each --log_samples row
     # `jaxeval plan`: (judge, label) -> the judge to call instead (one that counts); None: the judge itself
     judge_wrapper: Callable | None = None
 

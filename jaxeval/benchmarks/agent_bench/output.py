@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from jaxeval.benchmarks.agent_bench.align import MODES
-from jaxeval.benchmarks.base import check_limit, limited
+from jaxeval.benchmarks.base import check_limit, limited, prompt_fields
 from jaxeval.benchmarks.agent_bench.data import CONFIGS, SPLITS, load_split
 from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome, facts_metrics, score_facts_item
 from jaxeval.benchmarks.agent_bench.schema import RULE_LANGS
@@ -98,7 +98,7 @@ def _check_choice(kind: str, chosen: Sequence[str], available: Sequence[str]) ->
 def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = ("facts",),
                     lengths: Sequence[str] = ("8k", "32k"), limit: int | None = None,
                     mode: str = "auto", save_scores: str | Path | None = None,
-                    reference_scores: str | Path | None = None, journal=None) -> dict:
+                    reference_scores: str | Path | None = None, journal=None, log_prompts: bool = False) -> dict:
     """Score `backend` (anything with read(ids, positions, tokens)) on longctx-agent-bench.
 
     data: a local folder in the hub layout or a hub id. sets: configs of the card. lengths:
@@ -107,6 +107,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     store every rules target's two scores in (the reference of a later run);
     reference_scores: such a file, read back as the reference of the rules configs.
     journal: get(key)/put(key, record) store of finished items (jaxeval/results/journal.py).
+    log_prompts: each --log_samples row also holds the text read.
     """
     sets, lengths = tuple(sets), tuple(lengths)
     for name in sets:
@@ -131,7 +132,9 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
             items = loaded[(config, split)]
             outcomes = read_items(backend, tokenizer, config, split, items, mode, journal)
             samples.extend({"key": item_key(config, split, o.item_id), "config": config, "split": split,
-                            **dataclasses.asdict(o)} for o in outcomes)
+                            **prompt_fields(item.text, o.tokens_read, log_prompts),  # prompt_tokens: tokens read
+                            "target": [getattr(t, "answer", None) or getattr(t, "target", None) for t in item.targets],
+                            **dataclasses.asdict(o)} for item, o in zip(items, outcomes))
             results.setdefault(config, {})[split] = metrics_of(outcomes)
             for outcome in outcomes:
                 if outcome.mode_note:
@@ -144,7 +147,8 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
         from jaxeval.benchmarks.agent_bench.rules_run import run_rules
 
         rules = run_rules(backend, tokenizer, {(c, s): loaded[(c, s)] for c in rules_sets for s in lengths},
-                          mode, save_scores=save_scores, reference_scores=reference_scores, journal=journal)
+                          mode, save_scores=save_scores, reference_scores=reference_scores, journal=journal,
+                          log_prompts=log_prompts)
         for config in rules_sets:
             results[config] = rules["sets"][config]
         notes.extend(rules["notes"])

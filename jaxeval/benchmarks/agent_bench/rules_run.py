@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jaxeval.benchmarks.agent_bench.align import TEXT_MODE
+from jaxeval.benchmarks.base import prompt_fields
 from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.reference import load_reference, save_scores as write_scores
 from jaxeval.benchmarks.agent_bench.rules import TextTokens, item_reads, read_targets, rules_metrics
@@ -21,8 +22,9 @@ SELF_REFERENCE_NOTE = "no reference scores given: the model is its own reference
 
 def run_rules(backend, tokenizer, items: dict[tuple[str, str], list], mode: str,
               save_scores: str | Path | None = None, reference_scores: str | Path | None = None,
-              journal=None) -> dict:
-    """items: (config, split) -> the split's loaded items, in run order."""
+              journal=None, log_prompts: bool = False) -> dict:
+    """items: (config, split) -> the split's loaded items, in run order. log_prompts: the texts in
+    the --log_samples rows."""
     sets = list(dict.fromkeys(config for config, _ in items))
     lengths = list(dict.fromkeys(split for _, split in items))
     notes = []
@@ -59,16 +61,18 @@ def run_rules(backend, tokenizer, items: dict[tuple[str, str], list], mode: str,
         metrics["mode"] = TEXT_MODE if split_items else None
         results.setdefault(config, {})[split] = metrics
     return {
-        "sets": results, "notes": notes, "reference": reference_info, "samples": target_samples(items, scores, reference),
+        "sets": results, "notes": notes, "reference": reference_info, "samples": target_samples(items, scores, reference, texts, log_prompts),
         "tokens": {"rules_tokens_run": tokens_run, "rules_tokens_naive": tokens_naive,
                    "rules_sequences_read": len(sequences),
                    "rules_share_of_naive": tokens_run / tokens_naive if tokens_naive else None},
     }
 
 
-def target_samples(items: dict, scores: dict, reference: dict) -> list[dict]:
+def target_samples(items: dict, scores: dict, reference: dict, texts: TextTokens | None = None,
+                   log_prompts: bool = False) -> list[dict]:
     """One --log_samples record per rules target: its two log-probs (without and with the rule;
-    None when it could not be aligned) and the reference's, with where it sits."""
+    None when it could not be aligned) and the reference's, with where it sits; with texts, the
+    read text with the rule as its prompt (sha256, tokens) and the one without's sha256 and tokens."""
     samples = []
     for (config, split), split_items in items.items():
         for item in split_items:
@@ -82,7 +86,8 @@ def target_samples(items: dict, scores: dict, reference: dict) -> list[dict]:
                                 "logprob_without_rule": None if mine is None else mine[0],
                                 "logprob_with_rule": None if mine is None else mine[1],
                                 "reference_without_rule": None if theirs is None else theirs[0],
-                                "reference_with_rule": None if theirs is None else theirs[1]})
+                                "reference_with_rule": None if theirs is None else theirs[1],
+                                **(_prompts(item, texts, log_prompts) if texts is not None else {})})
     return samples
 
 
@@ -104,3 +109,10 @@ def _journaled_reads(backend, sequences: dict, sets, lengths, journal) -> tuple[
     by_index = list(sequences)
     return ({(by_index[n], position, token): value for n, position, token, value in record["logprobs"]},
             record["tokens_run"])
+
+
+def _prompts(item, texts: TextTokens, log_prompts: bool) -> dict:
+    without = prompt_fields(item.text_without_rule, len(texts.ids(item.text_without_rule)))
+    return {**prompt_fields(item.text_with_rule, len(texts.ids(item.text_with_rule)), log_prompts),
+            "prompt_without_rule_sha256": without["prompt_sha256"],
+            "prompt_without_rule_tokens": without["prompt_tokens"]}

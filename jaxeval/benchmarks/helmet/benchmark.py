@@ -196,7 +196,7 @@ class Helmet(Benchmark):
         judge, nli = ctx.wrap_judge(judge, "judge"), ctx.wrap_judge(nli, "nli_judge")
         result = run_helmet(ctx.model, units, data, limit=ctx.limit, settings=generation, judge=judge, nli=nli,
                             agenticlu=agenticlu, agenticlu_prompt=settings.agenticlu_prompt, llama2_tokenizer=llama2,
-                            journal=ctx.journal, batch_size=ctx.batch_size)
+                            journal=ctx.journal, batch_size=ctx.batch_size, log_prompts=ctx.log_prompts)
         _record_judge_summaries(result, judge, nli)
         return result, format_table(result)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 import jaxeval.benchmarks.helmet.judging as judging
-from jaxeval.benchmarks.base import check_limit
+from jaxeval.benchmarks.base import check_limit, prompt_fields, prompt_text
 from jaxeval.benchmarks.helmet.data import resolve_data_root
 from jaxeval.benchmarks.helmet.depth import needle_depth
 from jaxeval.benchmarks.helmet.metrics import default_post_process
@@ -130,7 +130,7 @@ def apply_judgement(records: list[dict], averages: dict, judged, key: str = "jud
 def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, *, limit: int | None = None,
                settings: GenerationSettings = HELMET_SETTINGS, judge=None, nli=None, agenticlu: bool = False,
                agenticlu_prompt: str | Path | None = None, llama2_tokenizer=None, journal=None,
-               batch_size: int = 8) -> dict:
+               batch_size: int = 8, log_prompts: bool = False) -> dict:
     """Generate and score `units`. judge: LongQA / summarisation (or AgenticLU) judge; nli: the
     ALCE citation judge. Datasets whose files are absent from `data` fail with a DataError."""
     require_tokenizer(model, "HELMET")
@@ -144,6 +144,10 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
                                           key_prefix="agenticlu" if agenticlu else "helmet")
         records = [{"key": p.key, **record, "needle_depth": needle_depth(p.sample, unit.dataset)}  # for `report --reference`
                    for p, record in zip(prepared, generate_records(model, prepared, unit, settings, journal, batch_size))]
+        texts = [prompt_text(model.tokenizer, p.prompt.ids) for p in prepared]
+        for p, text, record in zip(prepared, texts, records):  # --log_samples: prompt, target, raw output
+            record.update(prompt_fields(text, len(p.prompt.ids)), target=record.get("answer", record.get("qrel")),
+                          raw_output=record["output"][len(p.prefix):])  # without the answer prefix HELMET adds
         records, averages, score_notes = score_records(unit.dataset, records, nli=nli)
         judged_notes = None
         if judge is not None:
@@ -152,7 +156,8 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
                 judged_notes = apply_judgement(records, averages, judged)
         table_in[(unit.dataset, unit.length)] = averages
         outputs[f"{unit.dataset}/{unit.length}"] = records
-        sample_log += [{"key": record["key"], "unit": f"{unit.dataset}/{unit.length}", **record} for record in records]
+        sample_log += [{"key": record["key"], "unit": f"{unit.dataset}/{unit.length}", **record,
+                        **({"prompt": text} if log_prompts else {})} for record, text in zip(records, texts)]
         units_out.append({"dataset": unit.dataset, "length": unit.length, "config": unit.config,
                           "input_max_length": unit.input_max_length,
                           "generation_max_length": settings.generation_max_length or unit.generation_max_length,

@@ -70,9 +70,12 @@ class LongBench(Benchmark):
         tokenizer = require_tokenizer(ctx.model, "LongBench")
         kwargs = {"data": settings.data} if settings.data else {}
         result = run_longbench(ctx.model, tokenizer, e=ctx.task == "longbench_e", limit=ctx.limit,
-                               batch_size=ctx.batch_size, journal=ctx.journal, **kwargs)
+                               batch_size=ctx.batch_size, journal=ctx.journal, log_prompts=ctx.log_prompts, **kwargs)
         result["sample_log"] = [{"key": "/".join(map(str, output["key"])) + "/0", "dataset": dataset, **output}
                                 for dataset, outputs in result["outputs"].items() for output in outputs]
+        for outputs in result["outputs"].values():  # prompt texts go to the samples file only
+            for output in outputs:
+                output.pop("prompt", None)
         return result, format_scores_table(result)
 
     def summarize(self, task: str, result: dict) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.benchmarks.base import check_limit, limited
+from jaxeval.benchmarks.base import check_limit, limited, prompt_fields, prompt_text
 from jaxeval.benchmarks.longbench.data import LongBenchRecord, load_config
 from jaxeval.benchmarks.longbench.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench.predictions import write_prediction_file
@@ -57,7 +57,7 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
                   e: bool = False, limit: int | None = None, *, max_length: int | None = None,
                   chat_format: str = "auto", batch_size: int | None = None,
                   options: ScoringOptions = DEFAULT_OPTIONS,
-                  predictions_dir: str | Path | None = None, journal=None) -> dict:
+                  predictions_dir: str | Path | None = None, journal=None, log_prompts: bool = False) -> dict:
     """Generate and score LongBench (e=False, 21 datasets) or LongBench-E (e=True, 13).
 
     data: a folder of the official JSONL files, data.zip or "THUDM/LongBench" (default: the
@@ -65,6 +65,8 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
     dataset, or that fraction (0 < limit < 1, rounded up). max_length: prompt token budget (default: the backend's window minus 500).
     chat_format: see prompts.py. predictions_dir: also write the official pred.py files there.
     journal: get/put store of finished generations (jaxeval/results/journal.py), per sample.
+    log_prompts: each output also holds its prompt's text (`prompt`; the caller moves it to the
+    samples file).
     Returns jaxeval's results (results.py) plus `prompting` and per-record `outputs`.
     """
     check_limit(limit, "limit")
@@ -90,8 +92,10 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
         rows[dataset] = [PredictionRow(pred=prediction, answers=record.answers, all_classes=record.all_classes,
                                        length=record.length, origin=record.origin)
                          for record, prediction in zip(records, predictions)]
-        outputs[dataset] = [{"key": list(request.key), "pred": prediction,
-                             "prompt_tokens": len(request.prompt_ids),
+        outputs[dataset] = [{"key": list(request.key), "pred": prediction, "raw_output": prediction,
+                             "target": list(record.answers),
+                             **prompt_fields(prompt_text(tokenizer, request.prompt_ids), len(request.prompt_ids),
+                                             log_prompts),  # the text only for --log_samples_prompts
                              "raw_prompt_tokens": request.raw_prompt_tokens,
                              "truncated": request.truncated, "chat_format": request.chat_format,
                              "length": record.length}  # the record's own length (LongBench-E's buckets)

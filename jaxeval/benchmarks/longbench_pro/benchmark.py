@@ -110,7 +110,7 @@ class LongBenchPro(Benchmark):
             truncation_tokenizer=settings.truncation_tokenizer, max_new_tokens=settings.max_new_tokens,
             temperature=settings.temperature, top_p=settings.top_p, seed=ctx.seed or 0,
             chat_format=settings.chat_format, limit=ctx.limit, batch_size=ctx.batch_size, semsim=semsim,
-            options=options, journal=ctx.journal)
+            options=options, journal=ctx.journal, log_prompts=ctx.log_prompts)
         return result, format_table(result["summary"], result["extra"])
 
     def describe(self) -> dict:

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.benchmarks.base import check_limit, limit_count
+from jaxeval.benchmarks.base import check_limit, limit_count, prompt_fields, prompt_text
 from jaxeval.benchmarks.longbench.prompts import resolve_chat_format
 from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord, load_records
 from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOptions
@@ -99,7 +99,7 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
                       temperature: float | None = None, top_p: float | None = None, seed: int = 0,
                       chat_format: str = "auto", limit: int | None = None, batch_size: int = 8,
                       semsim: SemSimSettings = SemSimSettings(), options: ScoringOptions = DEFAULT_OPTIONS,
-                      journal=None) -> dict:
+                      journal=None, log_prompts: bool = False) -> dict:
     """Generate and score LongBench Pro; returns summary, extra, samples, prompting, deviations."""
     from jaxeval.results.resumable import map_journaled
 
@@ -139,10 +139,12 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
             generations = generate(backend, [p.ids for p in prompts], options)
             for i, prompt, generation in zip(group, prompts, generations):
                 record, _ = pairs[i]
-                prediction, reasoning_text = split_reasoning(decoded(tokenizer, generation), reasoning)
+                raw = decoded(tokenizer, generation)
+                prediction, reasoning_text = split_reasoning(raw, reasoning)
                 out[i] = {"key": keys[i], "id": record.id, "bon_idx": run, **record.labels(),
-                          "answer": list(record.answer), "prediction": prediction,
-                          "reasoning_content": reasoning_text, "prompt_tokens": len(prompt.ids),
+                          "answer": list(record.answer), "target": list(record.answer), "prediction": prediction,
+                          "raw_output": raw, "reasoning_content": reasoning_text,
+                          **prompt_fields(prompt_text(tokenizer, prompt.ids), len(prompt.ids)),
                           "message_tokens": prompt.message_tokens, "truncated": prompt.truncated,
                           "window_truncated": prompt.window_truncated,
                           "finish_reason": getattr(generation, "finish_reason", None)}
@@ -157,6 +159,10 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
     result = summarize_rows(samples, bon_num=runs)
     result["samples"] = samples
     result["sample_log"] = samples  # --log_samples: `jaxeval score --benchmark longbench_pro` reads them back
+    if log_prompts:  # the texts go to the samples file only (rebuilt: a resumed sample's prompt is not journaled)
+        texts = {record.id: prompt_text(tokenizer, build_prompt(record, settings, tokenizer, cut_tokenizer, window).ids)
+                 for record in records}
+        result["sample_log"] = [{**row, "prompt": texts[row["id"]]} for row in samples]
     result["scoring"] = {**options.describe(), "semsim": semsim_description}
     result["prompting"] = {
         "data": str(data), "mode": mode, "model_type": model_type,

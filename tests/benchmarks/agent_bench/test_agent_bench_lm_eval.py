@@ -54,3 +54,20 @@ def test_rules_cell_stderrs_by_hand():
     assert cell["follow_stderr"] == pytest.approx(_se([1, 0, 1, 0]))
     assert cell["eff_stderr"] == pytest.approx(_se([2, 1, -3, 1]))
     assert _cell(targets[:1], "user", "all")["follow_stderr"] is None  # one target: none
+
+
+def test_sample_rows_hold_the_text_read_and_the_targets(tokenizer):
+    import hashlib
+
+    items = load_split(SHIPPED_DATA, "facts", "8k")
+    for log_prompts in (False, True):
+        result = run_agent_bench(OracleBackend(), tokenizer, SHIPPED_DATA, sets=("facts", "rules_en"), lengths=("8k",),
+                                 limit=1, log_prompts=log_prompts)
+        facts = next(row for row in result["sample_log"] if row["config"] == "facts")
+        assert facts["prompt_sha256"] == hashlib.sha256(items[0].text.encode()).hexdigest()
+        assert facts["prompt_tokens"] == facts["tokens_read"] and facts["target"] == [t.answer for t in items[0].targets]
+        assert facts.get("prompt") == (items[0].text if log_prompts else None)
+        rules = next(row for row in result["sample_log"] if row["config"] == "rules_en")
+        assert len(rules["prompt_sha256"]) == 64 and rules["prompt_tokens"] > 0
+        assert rules["prompt_without_rule_sha256"] != rules["prompt_sha256"]
+        assert ("prompt" in rules) is log_prompts

@@ -44,3 +44,19 @@ def test_stderrs_next_to_the_averages_from_the_per_item_values(tokenizer):
     assert checked  # the reply is right on some items, wrong on others
     assert lm_eval_view(summary["results"])["helmet/json_kv/8k"]["input_len_stderr,none"] == "N/A"
     assert not any(k.endswith("_stderr") for k in summary["higher_is_better"]["helmet/json_kv/8k"])
+
+
+def test_sample_rows_hold_the_prompt_hash_length_target_and_raw_output(tokenizer):
+    import hashlib
+
+    units = [u for u in helmet_units(("recall",), ["8k"]) if u.dataset == "json_kv"]
+    for log_prompts in (False, True):
+        model = FakeModel(tokenizer, " 42")
+        result = run_helmet(model, units, SAMPLE, limit=2, log_prompts=log_prompts)
+        row, ids = result["sample_log"][0], model.calls[0]["prompts"][0]
+        prompt = tokenizer.decode(ids, skip_special_tokens=False)
+        assert row["prompt_sha256"] == hashlib.sha256(prompt.encode()).hexdigest() and row["prompt_tokens"] == len(ids)
+        assert row["raw_output"] == " 42" and row["output"].endswith(" 42") and row["output"] != " 42"  # prefixed
+        assert row["target"] == row["answer"]
+        assert row.get("prompt") == (prompt if log_prompts else None)
+        assert "prompt" not in result["outputs"]["json_kv/8k"][0]

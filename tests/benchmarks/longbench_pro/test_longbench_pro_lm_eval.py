@@ -39,3 +39,23 @@ def test_score_stderr_over_the_questions(tiny_tokenizer, monkeypatch):
     summary = run_tasks()["longbench_pro"].summarize("longbench_pro", result)["results"]["longbench_pro"]
     assert summary["score"] == pytest.approx(statistics.mean(means))
     assert summary["score_stderr"] == pytest.approx(statistics.stdev(means) / math.sqrt(len(means)))
+
+
+def test_sample_rows_hold_the_prompt_hash_length_target_and_raw_output(tiny_tokenizer, monkeypatch):
+    import hashlib
+
+    monkeypatch.setattr(runner, "load_semsim", lambda settings: (FakeSemSim(0.5), {"model": "fake"}))
+    seen = {}
+
+    def reply(prompt, seed):
+        seen.setdefault("ids", prompt)
+        return "<think>hm</think>[Answer]\nA"
+
+    result = runner.run_longbench_pro(ScriptedBackend(tiny_tokenizer, reply), runs=1, limit=0.1, mode="thinking",
+                                      truncation_length=100_000, max_new_tokens=8, log_prompts=True)
+    row = result["sample_log"][0]
+    prompt = tiny_tokenizer.decode(list(seen["ids"]), skip_special_tokens=False)
+    assert row["prompt_sha256"] == hashlib.sha256(prompt.encode()).hexdigest()
+    assert row["prompt_tokens"] == len(seen["ids"]) and row["prompt"] == prompt
+    assert row["raw_output"].startswith("<think>hm</think>") and row["target"] == row["answer"]
+    assert "prompt" not in result["samples"][0]
