@@ -6,10 +6,11 @@ logits and attention sinks that random tiny models lack. Checks, for each model:
 
 - every position of an 8,192-token text (Tiny Shakespeare) and a 32,768-token text (WikiText-2
   test): |jaxeval - transformers| of log p(next token) and of log p(reference's top-1), reported
-  as the max per 4,096-position window, tolerance 1e-4 at every position; jaxeval's top-1 equal to
-  the reference's wherever the reference's top-2 margin exceeds 1e-3; and the mean NLL of the text
-  low enough that the weights are a working language model (a broken conversion reads near
-  chance: ln(vocab) = 10.8 and 12.5 nats), over the positions inside the model's own context.
+  as the max per 4,096-position window, tolerance 1e-4 at every position at 8k (32k: see below);
+  jaxeval's top-1 equal to the reference's wherever the reference's top-2 margin exceeds 1e-3; and
+  the mean NLL of the text low enough that the weights are a working language model (a broken
+  conversion reads near chance: ln(vocab) = 10.8 and 12.5 nats), over the positions inside the
+  model's own context.
 - greedy generation of 32 tokens after a 4,096-token prompt token-identical to transformers'
   generate(do_sample=False).
 
@@ -27,6 +28,24 @@ Gemma 3 270M's config allows 32,768 positions (sliding window 512, 5 local : 1 g
 SmolLM2-135M's allows 8,192: its 32k read raises max_position_embeddings to 32,768 through
 load_model's override (default rope, so nothing else changes; transformers' rope does not read the
 field), a numeric check past its trained context.
+
+What the 32k differences are (README "Real weights" has the figures; scripts/realweights_float64_check.py
+measures them): a third opinion in float64 says neither float32 implementation holds 1e-4 there.
+The differences are not a long-context drift: the median |d log p| per 4k window stays at 2-4e-6
+from 0k to 32k on Gemma, and Gemma's worst position (3518, 1.2e-3) lies in the first 4k of
+WikiText-2 (the 8k read is Tiny Shakespeare). They are single positions where the model amplifies
+float32 rounding (rare target tokens, log p -12 to -26), and SmolLM2 past its trained 8k, where it
+reads 6-8 nats and amplifies it everywhere. There transformers float32 is itself off float64 by more
+than 1e-4: at Gemma's 3518 by 2.8e-4 (jaxeval 8.9e-4, on the other side), on SmolLM2 at 20-24k by up
+to 1.3e-2 (jaxeval 1.2e-2; medians 6.0e-6 vs 8.6e-6). jaxeval's float32 arithmetic on CPU
+is about 1.6x noisier than torch's at every layer (median relative error of the hidden states vs
+float64: 5.0e-7 vs 3.1e-7 after Gemma's first layer, 1.3e-6 vs 7.5e-7 after the last): XLA:CPU's
+float32 dot is (median relative error 3.9e-7 vs torch's 2.5e-7 on the models' matmul shapes,
+precision="highest" changes nothing); no op of jaxeval's model code is off. So the 32k reads are
+held to what float32 can promise: the median per 4k window within MEDIAN_TOL_32K (a systematic
+error, such as issue 12's rope frequencies at 1.1e-2 by 32k, moves the median) and the maximum
+within TOL_32K, set from the measured float32-vs-float64 errors (jaxeval's own included: at Gemma's
+worst position it is the farther one, 3.2x, which bounds the pair at 1.2e-3).
 
 Cost on 2 CPU cores: see README "Real weights" (tens of minutes); peak memory about 6 GB.
 """
@@ -47,7 +66,11 @@ import jaxeval  # noqa: E402
 
 pytestmark = pytest.mark.realweights
 
-TOL = 1e-4  # max |d log p| at every position
+TOL = 1e-4  # max |d log p| at every position of the 8k reads
+MEDIAN_TOL_32K = 3e-5  # median |d log p| per 4k window at 32k (measured <= 3.5e-6 Gemma, <= 9.2e-6 SmolLM2 to 24k)
+# max |d log p| at 32k, where both float32 implementations are more than 1e-4 off float64 at the positions the
+# model amplifies rounding (see the docstring); measured pair maxima 1.2e-3 (Gemma) and 1.0e-2 (SmolLM2 past 8k)
+TOL_32K = {"gemma3-270m": 2e-3, "smollm2-135m": 2e-2}
 MARGIN = 1e-3  # top-1 must agree where the reference's top-2 margin exceeds this
 WINDOW = 4096  # positions per reported window
 REFERENCE_CHUNK = 4096  # tokens per transformers forward (through its KV cache)
@@ -157,6 +180,8 @@ def test_next_token_logprobs_match_transformers(loaded, length, report):
 
     diff = np.abs(got.logprobs.astype(np.float64) - np.stack([ref["logp"], ref["top1_logp"]], axis=1)).max(axis=1)
     windows = {window_label(s): float(diff[s:s + WINDOW].max()) for s in range(0, diff.size, WINDOW)}
+    window_medians = {window_label(s): float(np.median(diff[s:s + WINDOW])) for s in range(0, diff.size, WINDOW)}
+    tol = TOL if length == "8k" else TOL_32K[loaded.name]
     decided = ref["margin"] > MARGIN
     top1_mismatches = int(np.sum(decided & (got.top1 != ref["top1"])))
     mean_nll = float(-ref["logp"].mean())
@@ -165,6 +190,7 @@ def test_next_token_logprobs_match_transformers(loaded, length, report):
     worst = np.argsort(-diff)[:5]
     report(kind="logprobs", model=loaded.name, length=length, positions=int(diff.size), tokens_file=file,
            overrides=overrides, max_abs_diff=float(diff.max()), window_max_abs_diff=windows,
+           window_median_abs_diff=window_medians, tolerance=tol,
            positions_over_tol=int(np.sum(diff > TOL)), median_abs_diff=float(np.median(diff)),
            top1_mismatches=top1_mismatches, mean_nll=mean_nll, mean_nll_in_context=mean_nll_in_context,
            worst=[{"position": int(p + 1), "abs_diff": float(diff[p]), "ref_logp": float(ref["logp"][p])}
@@ -175,8 +201,12 @@ def test_next_token_logprobs_match_transformers(loaded, length, report):
                                                 f"within its context: not a working model")
     assert top1_mismatches == 0, (f"{loaded.name} {length}: top-1 differs from transformers at {top1_mismatches} "
                                   f"positions where the reference's margin exceeds {MARGIN}")
-    assert diff.max() <= TOL, (
-        f"{loaded.name} {length}: max |d log p| {diff.max():.2e} > {TOL:.0e} at {int(np.sum(diff > TOL))} of "
+    if length != "8k":
+        assert max(window_medians.values()) <= MEDIAN_TOL_32K, (
+            f"{loaded.name} {length}: median |d log p| per window above {MEDIAN_TOL_32K:.0e} (a systematic "
+            f"difference, not float32 rounding): " + ", ".join(f"{w} {d:.2e}" for w, d in window_medians.items()))
+    assert diff.max() <= tol, (
+        f"{loaded.name} {length}: max |d log p| {diff.max():.2e} > {tol:.0e} at {int(np.sum(diff > tol))} of "
         f"{diff.size} positions; per window: " + ", ".join(f"{w} {d:.2e}" for w, d in windows.items())
         + "; worst positions: " + ", ".join(f"{p + 1} ({diff[p]:.2e}, ref log p {ref['logp'][p]:.2f})" for p in worst))
 
