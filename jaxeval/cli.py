@@ -64,21 +64,15 @@ def _load(args):
     from jaxeval.api import load_model, resolve_model_path
     from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.inputs import check_model_folder
+    from jaxeval.models.kv_policy import policy_of_flags
 
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.distributed)
-    kv_cache = kv_policy_of(args)  # a bad policy is refused before the model folder is read
+    kv_cache = policy_of_flags(args)  # a bad policy is refused before the model folder is read
     check_model_folder(resolve_model_path(args.model))
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), quantize=getattr(args, "quantize", None),
                       quant_group=getattr(args, "quant_group", 128), dequantize=getattr(args, "dequantize", False),
                       kv_cache=kv_cache, **getattr(args, "config_overrides", {}))
-
-
-def kv_policy_of(args):
-    """The KVPolicy of --kv_cache and its --kv_<name> settings (None: the exact cache)."""
-    from jaxeval.models.kv_policy import FLAGS, from_flags
-
-    return from_flags(getattr(args, "kv_cache", None), **{name: getattr(args, f"kv_{name}", None) for name in FLAGS})
 
 
 def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:

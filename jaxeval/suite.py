@@ -48,6 +48,9 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     from jaxeval.results.runconfig import parse_gen_kwargs
 
     parse_gen_kwargs(getattr(args, "gen_kwargs", None))  # an unknown key or bad value: one line, before loading
+    from jaxeval.models.kv_policy import policy_of_flags
+
+    policy_of_flags(args)  # --kv_cache and its settings, before anything loads
     check_plan_arguments(args)
     for task, benchmark, settings in each_task(args, names):  # each benchmark's own settings, as its run checks them
         benchmark.check(task, settings, run_context(args, task))

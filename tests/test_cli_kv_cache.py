@@ -31,3 +31,5 @@ def test_policies_that_cannot_run_are_one_line_errors(tmp_path, capsys):
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1, err
     assert not list(tmp_path.glob("*.json"))
+    assert main(["validate", "--kv_cache", "streaming", "--kv_pool", "avg"]) == 2  # validate refuses what run would
+    assert "--kv_pool applies to --kv_cache snapkv" in capsys.readouterr().err
