@@ -111,6 +111,9 @@ def cmd_plan(args) -> int:
     tasks = _resolve_run(args, args.parser)
     del args.parser
     check_run(args, tasks, create_output=False)
+    from jaxeval.plan.batch import resolve_batch_size
+
+    resolve_batch_size(args, tasks)  # --batch_size auto: the plan of the batch the run would choose
     return run_plan(args, tasks, _load(args) if args.calibrate == "model" else None)
 
 
@@ -180,7 +183,11 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
 
     p.add_argument("--limit", type=parse_limit, default=None,
                    help="first N items per config and length; 0 < N < 1: that fraction of each, rounded up (lm-eval)")
-    p.add_argument("--batch_size", type=int, default=8, help="prompts generated together")
+    from jaxeval.plan.batch import parse_batch_size
+
+    p.add_argument("--batch_size", type=parse_batch_size, default=8,
+                   help="prompts generated together; auto: the most whose KV cache at the run's longest length fits "
+                        "in device memory (CPU: host memory) beside the weights, at most 64; auto:N: at most N")
     p.add_argument("--seed", type=int, default=0, help="seed of anything sampled (recorded in the results)")
     p.add_argument("--output_path", default="results",
                    help="folder (local, gs://, any fsspec URL) for results, journal and samples")

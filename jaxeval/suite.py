@@ -40,7 +40,10 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         check_limit(getattr(args, "limit", None))
     except ConfigError as e:
         raise ConfigError(f"{e}{source}") from None
-    for flag in ("batch_size", "prefill_chunk"):
+    from jaxeval.plan.batch import auto_cap
+
+    auto = auto_cap(getattr(args, "batch_size", None)) is not None  # auto / auto:N: chosen when the run starts
+    for flag in ("prefill_chunk",) if auto else ("batch_size", "prefill_chunk"):
         value = getattr(args, flag, None)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
@@ -141,7 +144,12 @@ def run_suite(args, tasks: list[str], load_model) -> int:
 
     check_run(args, tasks)
     t0 = time.perf_counter()
-    config = recorded_config(args, tasks)
+    from jaxeval.plan.batch import resolve_batch_size
+
+    config = recorded_config(args, tasks)  # batch_size as asked (auto); the choice beside it
+    auto_batch = resolve_batch_size(args, tasks)
+    if auto_batch is not None:
+        config["batch_size_auto"] = auto_batch
     hash_ = config_hash(config, not_hashed_keys(args, tasks))
     stem = run_name(args.model, tasks, hash_)
     initialize_distributed()  # multi-host: the process index names this process's lock and journal

@@ -102,17 +102,11 @@ def hardware_rates(args, config, dtype: str, loaded_model=None, read_tokens: int
             "flops_per_s": peak, "mfu": args.mfu, "mbu": args.mbu} | extra
 
 
-def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
-    """The plan of `jaxeval run <args>` (check_run's checks first)."""
+def memory_inputs(args, config, gguf) -> tuple[str, dict, int]:
+    """(the run's dtype, its mesh shape, the weights' bytes as stored) for the memory estimate."""
     from jaxeval.api import default_dtype
     from jaxeval.models.mesh import auto_mesh_shape, parse_mesh_spec
-    from jaxeval.plan import estimate
-    from jaxeval.plan.hardware import device_memory_bytes
 
-    check_plan_arguments(args)
-    model, gguf = counting_model(args)
-    config = model.config
-    counted = count_tasks(args, tasks, model)
     dtype = default_dtype() if args.dtype == "auto" else args.dtype
     mesh_arg = getattr(args, "mesh", None)
     if mesh_arg == "auto":
@@ -120,10 +114,22 @@ def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
         mesh = auto_mesh_shape(jax.device_count(), config.num_heads, config.num_kv_heads)
     else:
         mesh = parse_mesh_spec(mesh_arg) if mesh_arg else {"data": 1, "fsdp": 1, "tensor": 1, "context": 1}
-    chips = mesh["data"] * mesh["fsdp"] * mesh["tensor"] * mesh["context"]
     quantize = None if getattr(args, "quantize", "none") in (None, "none") else args.quantize
     keep_blocks = gguf if (gguf is not None and not getattr(args, "dequantize", False) and not mesh_arg) else None
-    weights = cost.weight_bytes(config, dtype, quantize, getattr(args, "quant_group", 128), keep_blocks)
+    return dtype, mesh, cost.weight_bytes(config, dtype, quantize, getattr(args, "quant_group", 128), keep_blocks)
+
+
+def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
+    """The plan of `jaxeval run <args>` (check_run's checks first)."""
+    from jaxeval.plan import estimate
+    from jaxeval.plan.hardware import device_memory_bytes
+
+    check_plan_arguments(args)
+    model, gguf = counting_model(args)
+    config = model.config
+    counted = count_tasks(args, tasks, model)
+    dtype, mesh, weights = memory_inputs(args, config, gguf)
+    chips = mesh["data"] * mesh["fsdp"] * mesh["tensor"] * mesh["context"]
     per_task, totals = estimate.tokens_section(config, counted)
     reads = [s for recorder, _ in counted.values() for s in recorder.reads if s.rows]
     typical = sorted(s.end for s in reads)[len(reads) // 2] if reads else 256

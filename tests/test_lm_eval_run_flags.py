@@ -1,9 +1,10 @@
-"""--gen_kwargs (lm-eval's generation settings): parsed as lm-eval writes them, applied in every
-generation of a run through jaxeval.generation (never a judge's), recorded, hashed, and named in
-deviations."""
+"""lm-eval's run flags: --gen_kwargs (generation settings parsed as lm-eval writes them, applied
+in every generation of a run through jaxeval.generation, never a judge's, recorded, hashed, named
+in deviations) and --batch_size auto / auto:N (chosen from memory and the run's longest cache)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -67,7 +68,8 @@ class RecordingModel:
 
     def generate(self, prompts, max_new_tokens, stop=None, temperature=0.0, top_p=1.0, seed=0, *,
                  stop_token_ids=None, min_new_tokens=0, batch_size=8):
-        self.calls.append({"max_new_tokens": max_new_tokens, "stop": stop, "temperature": temperature, "top_p": top_p})
+        self.calls.append({"max_new_tokens": max_new_tokens, "stop": stop, "temperature": temperature, "top_p": top_p,
+                           "batch_size": batch_size})
         return [types.SimpleNamespace(text="x", tokens=[1]) for _ in prompts]
 
 
@@ -89,7 +91,7 @@ class Generating(Benchmark):
         pass
 
     def run(self, ctx, settings):
-        outputs = generate(ctx.model, [[1, 2, 3]], GenerationOptions(32, stop=("\n",)))
+        outputs = generate(ctx.model, [[1, 2, 3]], GenerationOptions(32, stop=("\n",)), batch_size=ctx.batch_size)
         return {"outputs": [o.text for o in outputs]}, "done"
 
     def summarize(self, task, result):
@@ -132,3 +134,44 @@ def test_a_run_applies_records_hashes_and_names_them(tmp_path, gen_toy, capsys):
     assert main([*flags, "--gen_kwargs", "max_tokens=5"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--gen_kwargs: unknown key 'max_tokens'" in err
+
+
+def test_batch_size_flag_values():
+    from jaxeval.plan.batch import auto_cap, parse_batch_size
+
+    assert [parse_batch_size(v) for v in ("8", "auto", "auto:4")] == [8, "auto", "auto:4"]
+    assert [auto_cap(8), auto_cap("auto"), auto_cap("auto:4")] == [None, 64, 4]
+    assert parse_batch_size("0") == 0  # a number: the run's check says it must be positive
+    for bad in ("auto:0", "auto:x", "big", "auto:"):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"positive integer, auto or auto:N, got '{bad}'"):
+            parse_batch_size(bad)
+
+
+def test_rows_that_fit_beside_the_weights_per_chip():
+    from jaxeval.plan.batch import rows_that_fit
+
+    one = {"data": 1, "fsdp": 1, "tensor": 1, "context": 1}
+    gib = 2**30
+    assert rows_that_fit(10 * gib, gib, gib, one, 64) == 8  # 0.9 * 10 - 1 = 8 rows of 1 GiB
+    assert rows_that_fit(10 * gib, gib, gib, one, 4) == 4  # the cap
+    assert rows_that_fit(gib, gib, gib, one, 64) == 1  # nothing fits: one row, as a plain run would try
+    assert rows_that_fit(10 * gib, 2 * gib, gib, dict(one, tensor=2), 64) == 16  # (9 - 1) / 0.5
+
+
+def test_a_run_with_batch_size_auto_records_the_choice(tmp_path, gen_toy, monkeypatch):
+    from jaxeval.plan import batch
+
+    monkeypatch.setattr(batch, "_memory", lambda: (3 * 2**30, "device"))  # the model is the embedded one's config
+    flags = ["run", "--tasks", "gen_toy", "--output_path", str(tmp_path), "--out", str(tmp_path / "r.json")]
+    assert main([*flags, "--batch_size", "auto"]) == 0
+    results = json.loads((tmp_path / "r.json").read_text())
+    auto = results["config"]["batch_size_auto"]
+    assert results["config"]["batch_size"] == "auto" and auto["longest_length"] >= 35  # 3 prompt + 32 new tokens
+    expected = batch.rows_that_fit(3 * 2**30, auto["weights_bytes"], auto["kv_bytes_per_row"],
+                                   {"data": 1, "fsdp": 1, "tensor": 1, "context": 1}, 64)
+    assert auto["chosen"] == expected and gen_toy.calls[-1]["batch_size"] == expected
+    plain = results["config_hash"]
+    assert main([*flags, "--batch_size", "auto:2"]) == 0
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert results["config"]["batch_size_auto"]["chosen"] == 2 and gen_toy.calls[-1]["batch_size"] == 2
+    assert results["config_hash"] == plain  # not hashed: a resumed run may choose another
