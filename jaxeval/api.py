@@ -186,7 +186,8 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     if load_tokenizer:
         tokenizer = load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder)
     return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
-                 fingerprint=fingerprint(folder, dtype, gguf, quantization, kv_label), attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
+                 fingerprint=fingerprint(folder, dtype, gguf, quantization, kv_label), attention=attention,
+                 prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides, quantization=quantization,
                  generation_eos_ids=generation_eos_ids(folder), kv_cache=kv_label)
 
