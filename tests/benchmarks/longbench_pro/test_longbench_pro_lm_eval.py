@@ -59,3 +59,23 @@ def test_sample_rows_hold_the_prompt_hash_length_target_and_raw_output(tiny_toke
     assert row["prompt_tokens"] == len(seen["ids"]) and row["prompt"] == prompt
     assert row["raw_output"].startswith("<think>hm</think>") and row["target"] == row["answer"]
     assert "prompt" not in result["samples"][0]
+
+
+def test_score_writes_a_new_folder_beside_the_predictions_by_default(tmp_path, capsys):
+    import json as json_module
+
+    from jaxeval.cli import main
+
+    rows = [{"id": "q1", "bon_idx": 1, "secondary_task": "T3.1 Single-Hop Fact QA", "primary_task":
+             "T3. Evidence-Grounded QA", "language": "English", "token_length": "8k", "difficulty": "Easy",
+             "contextual_requirement": "Full", "answer": ["A"], "prediction": "A"}]
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    path = folder / "nonthinking_context-120000_bon-1_inference_1-of-1.jsonl"
+    path.write_text("".join(json_module.dumps(row) + "\n" for row in rows))
+    before = path.read_bytes()
+    assert main(["score", "--benchmark", "longbench_pro", "--predictions", str(path)]) == 0
+    out = folder / f"{path.stem}_rescored"  # a new folder beside the file; nothing written among the predictions
+    assert sorted(p.name for p in folder.iterdir()) == sorted([path.name, out.name]) and path.read_bytes() == before
+    assert (out / "nonthinking_context-120000_bon-1_jaxeval_summary.json").is_file()
+    assert str(out) in capsys.readouterr().out
