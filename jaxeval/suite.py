@@ -200,7 +200,8 @@ def measured_memory() -> dict:
 
     import jax
 
-    stats = jax.devices()[0].memory_stats() if hasattr(jax.devices()[0], "memory_stats") else None
+    device = jax.local_devices()[0]  # memory_stats() is refused for another process's device
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     return {"host_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "device_peak_bytes": int(stats["peak_bytes_in_use"]) if stats and "peak_bytes_in_use" in stats else None}
 

@@ -43,7 +43,8 @@ def device_memory_bytes() -> int | None:
     """The first device's memory (bytes_limit), None where the platform does not say (CPU)."""
     import jax
 
-    stats = jax.devices()[0].memory_stats() if hasattr(jax.devices()[0], "memory_stats") else None
+    device = jax.local_devices()[0]  # memory_stats() is refused for another process's device
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     return int(stats["bytes_limit"]) if stats and "bytes_limit" in stats else None
 
 
