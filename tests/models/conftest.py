@@ -62,6 +62,12 @@ def write_hf_folder(folder: Path, config: dict, tensors: dict[str, np.ndarray]) 
 
 
 @pytest.fixture(scope="session")
+def llama_tensors():
+    """hf_llama_tensors(config, seed=0): random tensors of a Llama config, for tests that write their own folders."""
+    return hf_llama_tensors
+
+
+@pytest.fixture(scope="session")
 def tiny_llama_writer():
     """write(folder, config_overrides=None) -> folder: a tiny random Llama in HF layout (for module fixtures)."""
 

@@ -31,23 +31,6 @@ CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_s
           "tie_word_embeddings": False, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
 
 
-def _tiny_tensors() -> dict[str, np.ndarray]:
-    """A random float Llama whose linear layers' input sizes are multiples of 128 (the groups and FP8 blocks)."""
-    rng = np.random.default_rng(7)
-    d, f, hd = CONFIG["hidden_size"], CONFIG["intermediate_size"], CONFIG["head_dim"]
-    h, kv, v = CONFIG["num_attention_heads"], CONFIG["num_key_value_heads"], CONFIG["vocab_size"]
-    w = lambda *shape: (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)  # noqa: E731
-    tensors = {"model.embed_tokens.weight": w(v, d), "model.norm.weight": 1 + 0.1 * w(d), "lm_head.weight": w(v, d)}
-    for i in range(CONFIG["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        tensors |= {p + "self_attn.q_proj.weight": w(h * hd, d), p + "self_attn.k_proj.weight": w(kv * hd, d),
-                    p + "self_attn.v_proj.weight": w(kv * hd, d), p + "self_attn.o_proj.weight": w(d, h * hd),
-                    p + "mlp.gate_proj.weight": w(f, d), p + "mlp.up_proj.weight": w(f, d),
-                    p + "mlp.down_proj.weight": w(d, f), p + "input_layernorm.weight": 1 + 0.1 * w(d),
-                    p + "post_attention_layernorm.weight": 1 + 0.1 * w(d)}
-    return tensors
-
-
 def _pack(values: np.ndarray, axis: int, order=tuple(range(8))) -> np.ndarray:
     """4-bit values -> int32 words along `axis`: value order[k] of each 8 in bits 4k..4k+3."""
     v = np.moveaxis(values.astype(np.uint32), axis, 0)
@@ -132,8 +115,9 @@ METHODS = {  # method -> (writer of one linear layer, quantization_config, label
 
 
 @pytest.fixture(scope="module")
-def tiny_tensors():
-    return _tiny_tensors()
+def tiny_tensors(llama_tensors):
+    """A random float Llama whose linear layers' input sizes are multiples of 128 (the groups and FP8 blocks)."""
+    return llama_tensors(CONFIG, seed=7)
 
 
 @pytest.mark.parametrize("method", list(METHODS))
