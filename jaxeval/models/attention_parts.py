@@ -6,8 +6,13 @@ sit at a traced offset: queries at positions start .. start + T - 1 against a ca
 them by their log-sum-exps (the flash-attention rescaling):
   - diagonal: the chunk against its own T keys (sliced out of the cache at `start`), causal,
     banded when the layer has a sliding window;
-  - history: the chunk against the keys before `start`. Full attention: the whole cache, keys
-    at or after `start` masked by a validity vector. Sliding window w: only the last H >= w - 1
+  - history: the chunk against the keys before `start`. Full attention: one call over the whole
+    cache, keys at or after `start` masked by a validity vector (a kernel that skips masked blocks,
+    like cuDNN given the valid length, computes only what is needed); or, with blocked_history (for
+    kernels whose mask must be static to skip blocks, like splash), one call per block of T keys in
+    a loop whose trip count is ceil(start / T) (traced), so only the blocks before `start` run and a
+    whole multi-chunk prefill costs the causal minimum plus the diagonal blocks, not chunks x cache.
+    Sliding window w: only the last H >= w - 1
     positions before `start` are gathered, and key j (position start - H + j) is visible to query i
     when i + H - j < w, a static band; positions below 0 are masked by the validity vector.
 A part is part(q, k, v, kind, window, valid) -> (out [B, T, H, hd], lse float32 [B, T, H]) with
@@ -57,6 +62,11 @@ def merge_partials(out_a, lse_a, out_b, lse_b, reachable=None):
     reachable: optional bool [T], False for rows whose mask leaves them no key in part b (a kernel
     may skip such rows entirely, leaving whatever it leaves in their output).
     """
+    return merge_with_lse(out_a, lse_a, out_b, lse_b, reachable)[0]
+
+
+def merge_with_lse(out_a, lse_a, out_b, lse_b, reachable=None):
+    """merge_partials, also returning the merged log-sum-exp: (out float32, lse float32)."""
     lse_a, lse_b = lse_a.astype(jnp.float32), lse_b.astype(jnp.float32)
     seen = lse_b > 0.5 * MASK_VALUE  # False for rows with no visible key (-inf, NaN or mask-level lse)
     if reachable is not None:
@@ -65,7 +75,7 @@ def merge_partials(out_a, lse_a, out_b, lse_b, reachable=None):
     w_a = jnp.exp(lse_a - lse)[..., None]
     w_b = jnp.where(seen, jnp.exp(jnp.where(seen, lse_b, 0.0) - lse), 0.0)[..., None]
     part_b = jnp.where(seen[..., None], out_b.astype(jnp.float32), 0.0)
-    return w_a * out_a.astype(jnp.float32) + w_b * part_b
+    return w_a * out_a.astype(jnp.float32) + w_b * part_b, lse
 
 
 def history_length(window: int, multiple: int) -> int:
@@ -73,10 +83,11 @@ def history_length(window: int, multiple: int) -> int:
     return -(-(window - 1) // multiple) * multiple
 
 
-def offset_attention(part, q, k, v, q_start, window: int, history_multiple: int = 1):
+def offset_attention(part, q, k, v, q_start, window: int, history_multiple: int = 1, blocked_history=False):
     """q [B, T, H, hd] at positions q_start + t against k, v [B, S, KV, hd] (key s at position s).
 
     window: a Python int (0 = full). q_start: int or traced int scalar with q_start + T <= S.
+    blocked_history: full-attention history in blocks of T keys (used when S is a multiple of T).
     """
     t, s = q.shape[1], k.shape[1]
     if window >= s:  # the window reaches every key there is
@@ -94,8 +105,27 @@ def offset_attention(part, q, k, v, q_start, window: int, history_multiple: int 
         rows = jnp.clip(pos, 0, s - 1)
         out_h, lse_h = part(q, k[:, rows], v[:, rows], "window_history", window, pos >= 0)
         return merge_partials(out_d, lse_d, out_h, lse_h, jnp.arange(t) < window - 1).astype(q.dtype)
-    out_h, lse_h = part(q, k, v, "history", 0, jnp.arange(s) < q_start)
-    return merge_partials(out_d, lse_d, out_h, lse_h).astype(q.dtype)
+    if not blocked_history or s % t:
+        out_h, lse_h = part(q, k, v, "history", 0, jnp.arange(s) < q_start)
+        return merge_partials(out_d, lse_d, out_h, lse_h).astype(q.dtype)
+    return _blocked_history(part, q, k, v, q_start, out_d, lse_d).astype(q.dtype)
+
+
+def _blocked_history(part, q, k, v, q_start, out, lse):
+    """Merge into (out, lse) the chunk's attention to the keys before q_start, T keys per call.
+
+    Block j holds keys j*T .. j*T + T - 1; only the ceil(q_start / T) blocks before the chunk run,
+    each seeing at least its first key, and the running result stays float32 between merges.
+    """
+    t = q.shape[1]
+
+    def block(j, acc):
+        kb, vb = (jax.lax.dynamic_slice_in_dim(x, j * t, t, axis=1) for x in (k, v))
+        out_b, lse_b = part(q, kb, vb, "history", 0, j * t + jnp.arange(t) < q_start)
+        return merge_with_lse(*acc, out_b, lse_b)
+
+    acc = (out.astype(jnp.float32), lse.astype(jnp.float32))
+    return jax.lax.fori_loop(0, (q_start + t - 1) // t, block, acc)[0]
 
 
 def on_mesh(local, mesh, batch_axes=("data",), head_axis="tensor"):

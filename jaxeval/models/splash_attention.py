@@ -10,10 +10,12 @@ mesh, `make_splash_attention` wraps it in shard_map (heads over `tensor`, batch 
 jaxeval.models.attention_parts.on_mesh). The decoder instead calls the local function per
 shard inside its own shard_map (jaxeval.models.context), which adds context parallelism.
 
-A prefill chunk at a traced cache offset is two kernel calls merged by log-sum-exp
-(jaxeval.models.attention_parts). The history call's mask is static, so on TPU it also computes
-the key blocks past the offset (masked by segment ids): about twice the causal minimum over a
-whole multi-chunk prefill. A chunk covering the whole cache (T == S) is one causal call.
+A prefill chunk at a traced cache offset is a causal call on its own keys plus one full call per
+chunk-sized block of keys before the offset, merged by log-sum-exp (jaxeval.models.attention_parts):
+the masks stay static, and only the blocks before the offset run, so a whole multi-chunk prefill
+costs the causal minimum plus the diagonal blocks' upper halves (it used to be one call over the
+whole cache per chunk, keys past the offset masked: about twice the minimum). A chunk covering the
+whole cache (T == S) is one causal call.
 
 Shapes: query and key lengths must be multiples of 128 (the kernel's key block granularity);
 jaxeval's length buckets and prefill chunks are.
@@ -91,7 +93,8 @@ def splash_attention(q, k, v, q_start, window, scale, softcap=None, *, windows=N
     _block(t), _block(s)  # shape errors before any tracing of the kernel
     part = functools.partial(_part, scale=scale, softcap=float(softcap) if softcap else None, interpret=interpret)
     return with_static_window(windows, window,
-                              lambda w: offset_attention(part, q, k, v, q_start, w, history_multiple=LANES))
+                              lambda w: offset_attention(part, q, k, v, q_start, w, history_multiple=LANES,
+                                                                blocked_history=True))
 
 
 def make_splash_attention(config=None, mesh=None, interpret=None):

@@ -19,7 +19,9 @@ from jaxeval.engine.read import read
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention import (BACKENDS, check_attention, chunked_attention, get_attention,
                                       xla_attention)
+from jaxeval.models.attention_parts import offset_attention
 from jaxeval.models.config import config_from_hf
+from jaxeval.models.cudnn_attention import _part as cudnn_part
 from jaxeval.models.cudnn_attention import cudnn_attention
 from jaxeval.models.decoder import Decoder
 from jaxeval.models.splash_attention import splash_attention
@@ -32,6 +34,7 @@ CASES = {
     "window_cache_offset": (128, 384, 256, 100, None),
     # two query blocks; the second sees no key before the chunk (splash skips its history blocks)
     "window_two_query_blocks": (256, 512, 256, 100, None),
+    "full_three_history_blocks": (128, 512, 384, 0, None),  # splash: one history call per 128 keys before
 }
 SMALL_CASES = {  # for the XLA-path decomposition, which has no 128-block minimum
     "short_window_offset": (8, 64, 3, 9, None),  # the window reaches before position 0
@@ -72,6 +75,28 @@ def test_cudnn_decomposition_matches_xla(case):
     """cudnn's split into static-mask calls, run through jax's XLA implementation on CPU."""
     got, want = run(lambda *a: cudnn_attention(*a, implementation="xla"), case)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("start, blocks", [(0, 0), (48, 3), (40, 3), (80, 5)])
+def test_blocked_history_computes_only_the_key_blocks_before_the_chunk(start, blocks):
+    """splash's split of a chunk at a traced offset: one history call per T keys before it, none past it.
+
+    (The old split called the history over the whole cache, keys past the offset masked: twice the
+    causal minimum over a multi-chunk prefill.) Each call is counted as it runs (the loop's trip count
+    is traced) and the merged result equals the xla reference.
+    """
+    q, k, v = qkv(16, 96)
+    runs = []
+
+    def part(q, k, v, kind, window, valid):  # cudnn's calls through XLA, counted per execution
+        if kind == "history":
+            jax.debug.callback(lambda n: runs.append(int(n)), k.shape[1])
+        return cudnn_part(q, k, v, kind, window, valid, scale=0.25, implementation="xla")
+
+    got = jax.jit(lambda st: offset_attention(part, q, k, v, st, 0, blocked_history=True))(jnp.int32(start))
+    jax.effects_barrier()
+    assert runs == [16] * blocks
+    np.testing.assert_allclose(got, xla_attention(q, k, v, start, 0, 0.25), atol=1e-5, rtol=0)
 
 
 def test_traced_window_selects_among_the_model_windows():
