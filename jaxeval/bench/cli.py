@@ -36,6 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attention", choices=("chunked", "xla", "splash", "cudnn"), default="chunked")
     p.add_argument("--prefill_chunk", type=int, default=2048)
     p.add_argument("--matmul_n", type=int, default=2048, help="side of the float32 matmul that calibrates the peak")
+    p.add_argument("--estimate", action="store_true",
+                   help="no measurement: the analytic read time of --lengths on each named accelerator (v5e, v5p, "
+                        "v6e, h100, h200) at --mfu of its bf16 peak, and whether weights + KV fit one chip")
+    p.add_argument("--mfu", type=float, default=None, help="--estimate: share of the peak a read reaches (default 0.4)")
     p.add_argument("--out", default="bench.json", help="the JSON written (jaxeval bench --help: docs in README)")
 
 
@@ -109,8 +113,36 @@ def _lines(path: str) -> list[str]:
 def command_line(args) -> str:
     """The command that reproduces this run, every flag spelled out."""
     flags = ("model", "lengths", "repeats", "batches", "prompt_tokens", "new_tokens", "rules_limit", "rules_repeats",
-             "transformers", "dtype", "attention", "prefill_chunk", "matmul_n", "out")
-    return "jaxeval bench " + " ".join(f"--{f} {getattr(args, f)}" for f in flags if getattr(args, f) is not None)
+             "transformers", "dtype", "attention", "prefill_chunk", "matmul_n", "mfu", "out")
+    line = "jaxeval bench " + " ".join(f"--{f} {getattr(args, f)}" for f in flags if getattr(args, f) is not None)
+    return line + (" --estimate" if getattr(args, "estimate", False) else "")
+
+
+def cmd_estimate(args) -> int:
+    """--estimate: analytic figures only (no weights are written or read, so llama-8b costs nothing here)."""
+    from jaxeval.bench import analytic
+    from jaxeval.models.config import config_from_hf
+    from jaxeval.plan.hardware import DEFAULT_MFU
+    from jaxeval.results.files import write_json_atomic
+
+    if args.model in SHAPES:
+        name, raw, where = args.model, SHAPES[args.model][0], f"named shape {args.model}"
+    else:
+        name, folder, raw = resolve_model(args.model)
+        where = str(folder / "config.json")
+    config = config_from_hf(raw, where=where)
+    lengths = parse_lengths(args.lengths) if args.lengths else (list(SHAPES[args.model][1]) if args.model in SHAPES
+                                                                 else [8192])
+    mfu = DEFAULT_MFU if args.mfu is None else args.mfu
+    if not 0 < mfu <= 1:
+        raise BenchError(f"bench: --mfu must be in (0, 1], got {mfu}")
+    dtype = "float32" if args.dtype == "float32" else "bfloat16"
+    estimates = [analytic.read_estimates(config, n, dtype, mfu) for n in lengths]
+    print(analytic.table(estimates, name))
+    report = {"schema": reports.SCHEMA, "kind": "estimate", "model": name, "command": command_line(args),
+              "estimates": estimates}
+    print(f"wrote {write_json_atomic(args.out, report)}")
+    return 0
 
 
 def cmd_bench(args) -> int:
@@ -119,6 +151,8 @@ def cmd_bench(args) -> int:
     from jaxeval.results.files import write_json_atomic
 
     check_output_file(args.out)
+    if args.estimate:
+        return cmd_estimate(args)
     lengths = parse_lengths(args.lengths) if args.lengths else (
         list(SHAPES[args.model][1]) if args.model in SHAPES else [8192])
     batches = [_positive(int(b), "--batches") for b in args.batches.split(",") if b.strip()] if args.batches else []

@@ -96,3 +96,26 @@ def test_bench_bad_input_is_one_line(flags, message, capsys, tmp_path, monkeypat
     assert main(["bench", *flags, "--out", str(tmp_path / "b.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+def test_estimate_is_the_flop_count_over_each_chips_rate(tmp_path, monkeypatch, capsys):
+    """--estimate writes no weights (the 8B shape's folder would be 16 GB) and divides the same FLOP count
+    the measured runs use by peak x MFU; 128k of Llama-3-8B in bfloat16 does not fit one v5e (16 GiB)."""
+    from jaxeval.plan.hardware import ACCELERATORS
+
+    monkeypatch.setenv("JAXEVAL_BENCH_CACHE", str(tmp_path / "shapes"))
+    out = tmp_path / "estimate.json"
+    assert main(["bench", "--model", "llama-8b", "--lengths", "32k,128k", "--estimate", "--mfu", "0.5",
+                 "--out", str(out)]) == 0
+    assert not (tmp_path / "shapes").exists()
+    report = json.loads(out.read_text())
+    e32, e128 = report["estimates"]
+    flops = read_flops(config_from_hf(SHAPES["llama-8b"][0]), 32767, 32767)["total"]
+    assert e32["flops"]["total"] == flops
+    for name, (peak, hbm, _, _) in ACCELERATORS.items():
+        assert e32["chips"][name]["seconds"] == pytest.approx(flops / (peak * 0.5))
+    assert e128["chips"]["v5e"]["fits_one_chip"] is False and e128["chips"]["h200"]["fits_one_chip"] is True
+    assert e128["kv_bytes"] == 2 * 32 * 131072 * 8 * 128 * 2
+    printed = capsys.readouterr().out
+    assert "v6e" in printed and "exceed one chip's HBM" in printed
+    assert main(["bench", "--estimate", "--mfu", "1.5", "--out", str(out)]) == 2
