@@ -99,19 +99,48 @@ def read_flops(config, tokens: int, read_rows: int) -> dict:
     """FLOPs a teacher-forced read needs: every matmul once, causal (and windowed) attention only,
     the LM head at the read rows only. config: jaxeval.models.config.ModelConfig.
 
-    -> {"trunk", "attention", "head", "total"}: trunk = 2 per weight per token (q, k, v, o, gate,
-    up, down); attention = QK^T and PV, 2 * 2 * head_dim per (query, attended key) per head;
-    head = 2 * hidden * vocab per read row. Norms, rope, softmax and the embedding gather are left out.
+    -> {"trunk", "attention", "head", "total"}: trunk = 2 per weight a token uses (q, k, v, o and the
+    output gate where there is one, the MLP; a mixture of experts counts its router and the top-k
+    experts a token is routed to, not all E: jaxeval.models.moe.moe_flops's "routed"; Gated DeltaNet
+    layers their projections and short convolution); attention = QK^T and PV, 2 * 2 * head_dim per
+    (query, attended key) per head, and for Gated DeltaNet the recurrent form's three head_k x head_v
+    products per token per value head (read k.S, rank-1 update, read q.S); head = 2 * hidden * vocab
+    per read row. Norms, rope, gates' elementwise work, softmax and the embedding gather are left out.
     """
-    from jaxeval.models.families import FULL, SLIDING
+    from jaxeval.models.families import FULL, LINEAR, SLIDING
 
-    unknown = set(config.layer_types) - {FULL, SLIDING}
+    unknown = set(config.layer_types) - {FULL, SLIDING, LINEAR}
     if unknown:
-        raise ConfigError(f"bench: no FLOP count for layer types {sorted(unknown)} (attention layers only)")
-    d, h, kv, hd, f = config.hidden_size, config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size
-    per_layer = d * (h + 2 * kv) * hd + h * hd * d + 3 * d * f
-    trunk = 2 * tokens * config.num_layers * per_layer
-    attention = sum(4 * h * hd * attended_keys(tokens, w) for w in config.layer_windows)
+        raise ConfigError(f"bench: no FLOP count for layer types {sorted(unknown)}")
+    d, h, kv, hd = config.hidden_size, config.num_heads, config.num_kv_heads, config.head_dim
+    attention_weights = d * (h + 2 * kv) * hd + h * hd * d * (2 if config.attention_output_gate else 1)
+    per_token = sum(_mlp_weights(config) + (attention_weights if t != LINEAR else _gdn_weights(config))
+                    for t in config.layer_types)
+    trunk = 2 * tokens * per_token
+    windows = [w for w, t in zip(config.layer_windows, config.layer_types) if t != LINEAR]
+    attention = sum(4 * h * hd * attended_keys(tokens, w) for w in windows)
+    if LINEAR in config.layer_types:
+        g = config.linear_attention
+        attention += 2 * 3 * g.head_k_dim * g.head_v_dim * g.num_v_heads * tokens * config.layer_types.count(LINEAR)
     head = 2 * read_rows * d * config.vocab_size
     return {"trunk": float(trunk), "attention": float(attention), "head": float(head),
             "total": float(trunk + attention + head)}
+
+
+def _mlp_weights(config) -> int:
+    """Weights one token multiplies in one layer's feed-forward block (the routed ones only for a MoE)."""
+    d = config.hidden_size
+    if config.moe is None:
+        return 3 * d * config.intermediate_size
+    from jaxeval.models.moe import moe_flops
+
+    f = moe_flops(1, config.moe, d, config.moe_intermediate_size)
+    return (f["routed"] + f["router"] + f["shared"]) // 2
+
+
+def _gdn_weights(config) -> int:
+    """Weights one token multiplies in a Gated DeltaNet mixer: q, k, v, z, b, a projections, the
+    depthwise short convolution over q, k, v, and the output projection."""
+    g, d = config.linear_attention, config.hidden_size
+    qk, v = g.num_k_heads * g.head_k_dim, g.num_v_heads * g.head_v_dim
+    return d * (2 * qk + 2 * v + 2 * g.num_v_heads) + g.conv_kernel * (2 * qk + v) + v * d

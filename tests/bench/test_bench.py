@@ -3,8 +3,11 @@ internal consistency (FLOPs against a hand count, ratios against the times), nev
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
+
+import numpy as np
 
 import pytest
 
@@ -27,6 +30,41 @@ def test_read_flops_by_hand():
     assert f["total"] == f["trunk"] + f["attention"] + f["head"] == pytest.approx(7.7e14, rel=0.03)  # jax_anchors §7
     # a sliding window of 2 over 5 tokens: 1 + 2 + 2 + 2 + 2 keys
     assert attended_keys(5, 2) == 9 and attended_keys(5, 0) == attended_keys(5, 8) == 15
+
+
+def _used_weights(config) -> int:
+    """Per token: every stacked layer matmul weight (3+ dims: stack, in, out...) once, an expert
+    tensor [L, E, ...] at top_k / E of its size, from the parameter table itself."""
+    from jaxeval.models.param_layout import param_shapes
+
+    total = 0
+    for name, stack in param_shapes(config).items():
+        for part, shape in (stack.items() if name.endswith("layers") else ()):
+            if len(shape) >= 3:
+                size = int(np.prod(shape))
+                experts = config.moe is not None and shape[1] == config.moe.num_experts and part != "router"
+                total += size * config.moe.top_k // config.moe.num_experts if experts else size
+    return total
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_5_text", "qwen3_moe"])
+def test_read_flops_count_the_weights_a_token_uses(model_type):
+    """Gated DeltaNet hybrids and mixtures of experts: the trunk is 2 FLOPs per weight a token uses,
+    against an independent count over the parameter table (experts at k of E)."""
+    from tests.models.test_qwen3_5 import CONFIG as HYBRID
+    from tests.models.test_qwen3_moe import CONFIG as MOE
+
+    c = config_from_hf({**(HYBRID if model_type == "qwen3_5_text" else MOE), "model_type": model_type})
+    f = read_flops(c, 100, 0)
+    assert f["trunk"] == 2 * 100 * _used_weights(c)
+    if model_type == "qwen3_5_text":  # 2 full layers' causal attention + 4 GDN layers' 3 dk x dv products
+        g = c.linear_attention
+        assert f["attention"] == 2 * 4 * c.num_heads * c.head_dim * attended_keys(100, 0) + \
+            4 * 2 * 3 * g.head_k_dim * g.head_v_dim * g.num_v_heads * 100
+    else:  # routed: far below every expert on every token
+        dense = read_flops(dataclasses.replace(c, moe=None, intermediate_size=c.moe_intermediate_size * c.moe.num_experts),
+                           100, 0)["trunk"]
+        assert f["trunk"] < dense
 
 
 def test_rules_entry_shares_and_ratio():
