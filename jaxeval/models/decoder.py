@@ -140,7 +140,7 @@ def mlp(lp, c: ModelConfig, h):
 
 def output_gate(lp, c: ModelConfig, x):
     """Qwen3.5's attention output gate: sigmoid(RMSNorm(x) @ wq_gate) [B, T, H, hd], applied before o_proj."""
-    return jax.nn.sigmoid(jnp.einsum("btd,dhk->bthk", _norm(c, x, lp["attn_norm"]), lp["wq_gate"]))
+    return jax.nn.sigmoid(jnp.einsum("btd,dhk->bthk", _norm(c, x, lp["attn_norm"]), dense_weight(lp["wq_gate"], x.dtype)))
 
 
 def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, start=0, backend="xla",

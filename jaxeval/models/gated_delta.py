@@ -201,7 +201,7 @@ def gated_delta_net(p, x, state: GDNState | None = None, *, eps=1e-6, mode="chun
     both states untouched (their outputs are garbage, to be ignored).
     """
     B, T, _ = x.shape
-    Hv, dv = p["wv"].shape[1:]
+    _, Hv, dv = p["conv_v"].shape
     if state is None:
         K, Hk, dk = p["conv_q"].shape
         state = init_state(B, GDNDims(x.shape[-1], Hk, Hv, dk, dv, K), x.dtype)

@@ -27,6 +27,7 @@ from jaxeval.models.decoder import (_norm, attention_inputs, embed_tokens, final
                                     mlp, output_gate)
 from jaxeval.models.families import FULL
 from jaxeval.models.hybrid_layout import full_layer_indices, hybrid_param_shapes, layer_groups
+from jaxeval.models.quant import dense_weight
 from jaxeval.models.rope import RopeTables, rope_tables
 
 
@@ -85,7 +86,8 @@ def _mlp_residual(lp, c: ModelConfig, x):
 
 def linear_layer(lp, c: ModelConfig, x, state: gd.GDNState, lengths=None, mode="chunk"):
     """A Gated DeltaNet layer. x [B, T, D]; state: this layer's GDNState [B, ...] -> (x, new state)."""
-    out, state = gd.gated_delta_net(lp, _norm(c, x, lp["attn_norm"]), state, eps=c.rms_norm_eps, mode=mode,
+    mixer = {name: dense_weight(w, x.dtype) for name, w in lp.items()}  # quantized projections rebuilt here
+    out, state = gd.gated_delta_net(mixer, _norm(c, x, lp["attn_norm"]), state, eps=c.rms_norm_eps, mode=mode,
                                     lengths=lengths)
     return _mlp_residual(lp, c, x + out.astype(x.dtype)), state
 

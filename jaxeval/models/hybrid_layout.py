@@ -26,6 +26,15 @@ from jaxeval.models.families import FULL, LINEAR
 from jaxeval.models.mesh import MeshError
 
 
+# Contraction dims (after the layer axis) of each matmul weight of the two stacks, for weight-only
+# quantization (jaxeval.models.quant); the full layers' other weights are the decoder's table's.
+HYBRID_MATMULS = {
+    "layers": {"wq_gate": 1},
+    "linear_layers": {"wq": 1, "wk": 1, "wv": 1, "wz": 1, "wb": 1, "wa": 1, "wo": 2, "w_gate": 1, "w_up": 1,
+                      "w_down": 1},
+}
+
+
 def is_hybrid(c: ModelConfig) -> bool:
     return c.linear_attention is not None
 

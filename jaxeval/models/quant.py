@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxeval.errors import ConfigError
+from jaxeval.models.hybrid_layout import HYBRID_MATMULS
 from jaxeval.models.param_layout import LAYERS, TOP
 
 KINDS = ("int8", "int4", "fp8")
@@ -46,16 +47,22 @@ INT4_ZERO = 8  # the shift of symmetric int4 codes (nibbles 0..15 hold -8..7)
 DEFAULT_GROUP = 128
 
 
-def contraction_dims(name: str) -> int | None:
-    """How many leading dims (after the layer axis) of parameter `name` a matmul contracts; None: not a matmul weight."""
+def contraction_dims(name: str, stack: str = "layers") -> int | None:
+    """How many leading dims (after the layer axis) of parameter `name` a matmul contracts; None: not a matmul weight.
+
+    stack: "layers" (the decoder's table, plus a hybrid's attention output gate) or "linear_layers"
+    (a hybrid's Gated DeltaNet layers, jaxeval.models.hybrid_layout).
+    """
+    if stack == "linear_layers" or name in HYBRID_MATMULS["layers"]:
+        return HYBRID_MATMULS[stack].get(name)
     p = LAYERS.get(name) or TOP.get(name)
     return p.inputs if p is not None and p.hf_layout == "linear" else None
 
 
-def layer_matmuls(layer_shapes: dict):
+def layer_matmuls(layer_shapes: dict, stack: str = "layers"):
     """(name, per-layer in_shape, per-layer out_shape) of each matmul weight among stacked layer shapes."""
     for name, shape in layer_shapes.items():
-        n_in = contraction_dims(name)
+        n_in = contraction_dims(name, stack)
         if n_in:
             yield name, tuple(shape[1:1 + n_in]), tuple(shape[1 + n_in:])
 
@@ -184,23 +191,25 @@ def check_quantize(kind: str | None, group: int, mesh) -> str | None:
 def quantize_params(params: dict, kind: str, group: int = DEFAULT_GROUP) -> dict:
     """The decoder's parameter dict with every matmul weight quantized (embeddings and norms kept).
 
-    Stacked layer weights are quantized layer by layer (a scale never spans two layers).
+    Stacked layer weights are quantized layer by layer (a scale never spans two layers). A hybrid's
+    Gated DeltaNet stack ("linear_layers") has its projections quantized; its short convolutions,
+    decay and gate parameters stay as loaded.
     """
-    if "linear_layers" in params:
-        raise ConfigError(f"quantize={kind} is not supported for hybrid (Gated DeltaNet) models yet")
-
-    def one(name, w):
+    def one(name, w, stack_name="layers"):
         try:
-            return quantize(w, kind, contraction_dims(name), group)
+            return quantize(w, kind, contraction_dims(name, stack_name), group)
         except ValueError as e:
-            raise ConfigError(f"quantize={kind}: weight {name}: {e}") from None
+            raise ConfigError(f"quantize={kind}: weight {stack_name}/{name}: {e}") from None
 
     out = dict(params)
-    layers = dict(params["layers"])
-    for name, _, _ in layer_matmuls({name: np.shape(w) for name, w in params["layers"].items()}):
-        host = np.asarray(params["layers"][name], np.float32)
-        layers[name] = stack([one(name, host[i]) for i in range(host.shape[0])])
-    out["layers"] = layers
+    for stack_name in ("layers", "linear_layers"):
+        if stack_name not in params:
+            continue
+        layers = dict(params[stack_name])
+        for name, _, _ in layer_matmuls({name: np.shape(w) for name, w in params[stack_name].items()}, stack_name):
+            host = np.asarray(params[stack_name][name], np.float32)
+            layers[name] = stack([one(name, host[i], stack_name) for i in range(host.shape[0])])
+        out[stack_name] = layers
     if "lm_head" in params:
         out["lm_head"] = one("lm_head", np.asarray(params["lm_head"], np.float32))
     return out
@@ -219,8 +228,10 @@ def dequantize_tree(tree, dtype):
             return w
         return jax.vmap(dense_weight, in_axes=(0, None))(w, dtype) if stacked else dense_weight(w, dtype)
 
-    out = {name: rebuild(w, False) for name, w in tree.items() if name != "layers"}
-    if "layers" in tree:
-        out["layers"] = {name: rebuild(w, True) for name, w in tree["layers"].items()}
+    stacks = ("layers", "linear_layers")
+    out = {name: rebuild(w, False) for name, w in tree.items() if name not in stacks}
+    for name in stacks:
+        if name in tree:
+            out[name] = {leaf: rebuild(w, True) for leaf, w in tree[name].items()}
     return out
 
