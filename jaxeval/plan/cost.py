@@ -71,11 +71,17 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return out
 
 
+def _stack(name: str) -> str | None:
+    """The layer stack a flattened parameter name sits in ("layers", "linear_layers"), None for top-level ones."""
+    head = name.split("/")[0]
+    return head if head in ("layers", "linear_layers") and "/" in name else None
+
+
 def _is_matmul(name: str) -> bool:
     from jaxeval.models.quant import contraction_dims
 
-    leaf = name.split("/")[-1]
-    return bool(contraction_dims(leaf)) and (name.startswith("layers/") or leaf == "lm_head")
+    leaf, stack = name.split("/")[-1], _stack(name)
+    return bool(contraction_dims(leaf, stack)) if stack else leaf == "lm_head"
 
 
 def _quantized_bytes(name: str, shape: tuple, kind: str, group: int) -> int:
@@ -83,10 +89,10 @@ def _quantized_bytes(name: str, shape: tuple, kind: str, group: int) -> int:
     to 1 (its scales and codes scale linearly with them), layers quantized one by one."""
     from jaxeval.models.quant import contraction_dims, param_bytes, quantize
 
-    leaf = name.split("/")[-1]
-    stacked = name.startswith("layers/")
+    leaf, stack = name.split("/")[-1], _stack(name)
+    stacked = stack is not None
     one = shape[1:] if stacked else shape
-    inputs = contraction_dims(leaf)
+    inputs = contraction_dims(leaf, stack or "layers")
     reduced = tuple(one[:inputs]) + (1,) * (len(one) - inputs)
     factor = int(np.prod(one[inputs:])) * (shape[0] if stacked else 1)
     return param_bytes(quantize(np.zeros(reduced, np.float32), kind, inputs, group)) * factor

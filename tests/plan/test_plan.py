@@ -36,20 +36,23 @@ def test_plan_counts_the_tokens_the_run_reads(tmp_path, capsys, monkeypatch):
                                                             "host_bytes"}
 
 
-def test_weight_bytes_equal_the_stored_parameters_quantized_or_not():
-    from jaxeval.models.config import load_hf_config
+@pytest.mark.parametrize("model", ["embedded", "qwen3_5"])
+def test_weight_bytes_equal_the_stored_parameters_quantized_or_not(model):
+    from jaxeval.models.config import config_from_hf, load_hf_config
     from jaxeval.models.param_layout import param_shapes
     from jaxeval.models.quant import param_bytes, quantize_params
     from jaxeval.plan.cost import weight_bytes
+    from tests.models.test_qwen3_5 import CONFIG as HYBRID
 
-    config = load_hf_config(EMBEDDED_MODEL)
+    config = (load_hf_config(EMBEDDED_MODEL) if model == "embedded"
+              else config_from_hf({**HYBRID, "model_type": "qwen3_5_text"}))  # + its Gated DeltaNet stack
     rng = np.random.default_rng(0)
     params = jax.tree.map(lambda s: rng.standard_normal(s).astype(np.float32), param_shapes(config),
                           is_leaf=lambda x: isinstance(x, tuple))
     assert weight_bytes(config, "float32", None, 128) == param_bytes(params)
     assert weight_bytes(config, "bfloat16", None, 128) == param_bytes(params) // 2
     for kind in ("int8", "int4", "fp8"):
-        assert weight_bytes(config, "float32", kind, 64) == param_bytes(quantize_params(params, kind, 64)), kind
+        assert weight_bytes(config, "float32", kind, 32) == param_bytes(quantize_params(params, kind, 32)), kind
 
 
 def test_generations_are_counted_as_the_engine_batches_them():
