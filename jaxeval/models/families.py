@@ -17,7 +17,7 @@ FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
                          "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3",
-                         "qwen3_5_text", "qwen3_moe")
+                         "qwen3_5_text", "qwen3_moe", "mixtral")
 PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text")  # families whose attention rotates only part of each head
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
@@ -53,6 +53,7 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "exaone4": {"sliding_window": 4096, "sliding_window_pattern": 4},
     "seed_oss": {"head_dim": 128, "attention_bias": True},
     "ministral3": {"head_dim": 128},
+    "mixtral": {"rope_theta": 1_000_000.0},
     "qwen3_5_text": {"head_dim": 256, "partial_rotary_factor": 0.25, "linear_conv_kernel_dim": 4,
                      "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
                      "linear_num_value_heads": 32},
@@ -62,7 +63,7 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
 # Seed-OSS's has attention_out_bias); Mistral, Ministral, Phi-3 and EXAONE 4 build their projections without
 # biases whatever the field says. Elsewhere the field adds an o_proj bias too, which jaxeval does not have.
 QKV_BIAS_ALWAYS, QKV_BIAS_FROM_FIELD = ("qwen2",), ("glm", "glm4", "seed_oss")
-BIAS_FIELD_IGNORED = ("mistral", "ministral", "ministral3", "phi3", "exaone4")
+BIAS_FIELD_IGNORED = ("mistral", "ministral", "ministral3", "phi3", "exaone4", "mixtral")
 
 # SmolLM3-3B's config.json says pretraining_tp=2; transformers' SmolLM3 never reads the field.
 IGNORES_PRETRAINING_TP = ("smollm3",)
@@ -70,7 +71,7 @@ IGNORES_PRETRAINING_TP = ("smollm3",)
 # Families whose masks are causal only, whatever sliding_window or layer_types say.
 ALWAYS_FULL = ("glm", "glm4", "granite", "olmo2", "seed_oss")
 # Families that slide every layer when sliding_window is set (no layer_types in their config class).
-SLIDE_EVERY_LAYER = ("mistral", "ministral3", "phi3")
+SLIDE_EVERY_LAYER = ("mistral", "ministral3", "phi3", "mixtral")
 
 
 def text_tower(raw: dict[str, Any], where: str) -> dict[str, Any]:
