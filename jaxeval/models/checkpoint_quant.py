@@ -67,6 +67,10 @@ def read_scheme(raw: dict, where: str) -> Scheme | None:
     if qc is None:
         return None
     method = qc.get("quant_method") if isinstance(qc, dict) else None
+    if method == "mxfp4":  # gpt-oss on the hub: experts as <name>_blocks / <name>_scales
+        raise ConfigError(f"{where}: quantization_config.quant_method 'mxfp4' is not supported: jaxeval reads "
+                          "float experts (dequantize first: transformers' Mxfp4Config(dequantize=True), then "
+                          "save_pretrained)")
     if method not in METHODS:
         raise ConfigError(f"{where}: quantization_config.quant_method {method!r} is not supported "
                           f"(supported: {', '.join(METHODS)})")

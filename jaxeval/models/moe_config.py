@@ -1,4 +1,4 @@
-"""config.json fields of the mixture-of-experts decoders (Qwen3-MoE, Mixtral), as transformers 5.x reads them.
+"""config.json fields of the mixture-of-experts decoders (Qwen3-MoE, Mixtral, gpt-oss), as transformers 5.x reads them.
 
 families.py calls in here for the model types in MOE_TYPES. The MoE block replaces each layer's MLP
 (jaxeval.models.moe: routing exactly as the family's router, dropless sorted dispatch).
@@ -7,6 +7,8 @@ Qwen3-MoE: num_experts (v5 saves num_local_experts), num_experts_per_tok, moe_in
 norm_topk_prob; every layer sparse (decoder_sparse_step 1, no mlp_only_layers).
 Mixtral: num_local_experts (default 8), num_experts_per_tok (2), the experts' width is
 intermediate_size; the router always renormalises its top-k.
+gpt-oss: num_local_experts (128), num_experts_per_tok (4), width intermediate_size, the clamped SwiGLU's
+swiglu_alpha (1.702) and swiglu_limit (7.0); its experts ignore hidden_act.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from typing import Any
 from jaxeval.errors import ConfigError
 from jaxeval.models.moe import MoESpec
 
-MOE_TYPES = ("qwen3_moe", "mixtral")
+MOE_TYPES = ("qwen3_moe", "mixtral", "gpt_oss")
 
 # the transformers config class defaults: (experts, experts per token)
-_COUNTS = {"qwen3_moe": (128, 8), "mixtral": (8, 2)}
+_COUNTS = {"qwen3_moe": (128, 8), "mixtral": (8, 2), "gpt_oss": (128, 4)}
 
 
 def _positive(raw, key, where, value=None) -> int:
@@ -27,6 +29,13 @@ def _positive(raw, key, where, value=None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{where}: field {key!r}={value!r} must be a positive integer")
     return value
+
+
+def _number(raw, key, default, where) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: field {key!r}={value!r} must be a number")
+    return float(value)
 
 
 def _counts(raw, model_type, where) -> tuple[int, int]:
@@ -50,6 +59,12 @@ def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, An
     """ModelConfig fields of a MoE decoder: the routing (MoESpec) and the experts' width."""
     model_type = raw["model_type"]
     experts, top_k = _counts(raw, model_type, where)
+    if model_type == "gpt_oss":
+        width = _positive(raw, "intermediate_size", where)
+        alpha, limit = (_number(raw, key, default, where) for key, default in (("swiglu_alpha", 1.702),
+                                                                              ("swiglu_limit", 7.0)))
+        return {"moe": MoESpec("gpt_oss", experts, top_k, swiglu_alpha=alpha, swiglu_limit=limit),
+                "moe_intermediate_size": width}
     _silu_experts(raw, where)
     if model_type == "mixtral":
         width = _positive(raw, "intermediate_size", where)
