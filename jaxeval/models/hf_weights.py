@@ -4,8 +4,8 @@ The names and layouts come from the one parameter table (jaxeval.models.param_la
 projections (Phi-3's qkv_proj, Phi-3's and GLM's gate_up_proj) are split by rows at load: each of our
 tensors is a view of its rows, so a shard still reads only its own bytes. gpt-oss's experts.gate_up_proj
 (and its bias) interleave gate and up along the last axis: each is a strided view of it.
-MXFP4-quantized expert tensors (the hub's gpt-oss files: <name>_blocks, <name>_scales) are refused naming
-the tensor; jaxeval reads the float (bf16 / float32) tensors save_pretrained writes.
+MXFP4 expert tensors (the hub's gpt-oss files: <name>_blocks, <name>_scales in place of <name>) are
+dequantized as they load (jaxeval.models.mxfp4; every layer's experts at once, in bfloat16, exact).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import jax
 import numpy as np
 
 from jaxeval.errors import CheckpointError
+from jaxeval.models import mxfp4
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.hybrid_weights import load_hybrid_params
@@ -32,6 +33,15 @@ def text_prefix(st: SafetensorsFolder) -> str:
             return prefix
     raise CheckpointError(f"{st.folder}: no embed_tokens.weight tensor under any known prefix "
                           f"({', '.join(p or '(none)' for p in _PREFIXES)})")
+
+
+def _mxfp4(st, tensor: str) -> np.ndarray:
+    """The float [E, in, out] tensor held as MXFP4 <tensor>_blocks and <tensor>_scales."""
+    blocks, scales = st.get(f"{tensor}_blocks"), st.get(f"{tensor}_scales")
+    try:
+        return mxfp4.dequantize(blocks, scales)
+    except ValueError as e:
+        raise CheckpointError(f"{st.folder}: tensor {tensor!r}: {e}") from None
 
 
 def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None, tensors=None,
@@ -56,11 +66,7 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
     shapes["layers"] = {name: shape for name, shape in shapes["layers"].items() if name not in exclude}
 
     def fetch(tensor: str, expected: tuple[int, ...]) -> np.ndarray:
-        if tensor not in st and f"{tensor}_blocks" in st:
-            raise CheckpointError(f"{st.folder}: tensor {tensor!r} is MXFP4-quantized ({tensor}_blocks, "
-                                  f"{tensor}_scales); jaxeval reads float experts: dequantize the checkpoint first "
-                                  "(transformers: Mxfp4Config(dequantize=True), then save_pretrained)")
-        w = st.get(tensor)
+        w = _mxfp4(st, tensor) if tensor not in st and f"{tensor}_blocks" in st else st.get(tensor)
         if tuple(w.shape) != tuple(expected):
             raise CheckpointError(f"{st.folder}: tensor {tensor!r} has shape {list(w.shape)}, "
                                   f"config.json implies {list(expected)}")

@@ -97,9 +97,10 @@ def test_config_errors_and_defaults():
         config_from_hf({**raw, "attention_bias": None})
     with pytest.raises(ConfigError, match=r"^config.json: field 'layer_types' has unsupported entry 'linear"):
         config_from_hf({**raw, "layer_types": ["linear_attention"] * 3})
-    with pytest.raises(ConfigError, match="quant_method 'mxfp4'"):
-        from jaxeval.models.checkpoint_quant import read_scheme
-        read_scheme({**raw, "quantization_config": {"quant_method": "mxfp4"}}, "config.json")
+    from jaxeval.models.checkpoint_quant import read_scheme
+    assert read_scheme({**raw, "quantization_config": {"quant_method": "mxfp4"}}, "config.json") is None
+    with pytest.raises(ConfigError, match="quant_method 'mxfp4' is supported for gpt-oss experts only"):
+        read_scheme({**raw, "model_type": "llama", "quantization_config": {"quant_method": "mxfp4"}}, "config.json")
 
 
 def eager_sink_attention(q, k, v, start, window, scale, sinks):
@@ -144,20 +145,57 @@ def test_every_backend_folds_the_sinks_in(case):
     assert np.abs(np.asarray(last) - want[0, -1]).max() < 1e-5
 
 
-def test_mxfp4_experts_are_refused_naming_the_tensor(reference, tmp_path):
-    """The hub's files keep the experts as MXFP4 blocks and scales: one line naming the tensor."""
+def mxfp4_codes(rng, float_shape):
+    """Random MXFP4 blocks and scales of a float expert tensor [E, in, out] (stored [E, out, in / 32, 16])."""
+    e, n_in, n_out = float_shape
+    blocks = rng.integers(0, 256, (e, n_out, n_in // 32, 16), dtype=np.uint8)
+    scales = rng.integers(120, 125, (e, n_out, n_in // 32), dtype=np.uint8)  # 2**-7 .. 2**-3 per group
+    return blocks, scales
+
+
+def test_mxfp4_dequantization_equals_transformers():
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    from jaxeval.models.mxfp4 import dequantize
+    blocks, scales = mxfp4_codes(np.random.default_rng(0), (3, 64, 96))
+    scales[0, 0, 0], scales[1, 2, 1] = 0, 255  # the E8M0 extremes too
+    want = convert_moe_packed_tensors(torch.as_tensor(blocks), torch.as_tensor(scales), dtype=torch.float32)
+    got = dequantize(blocks, scales)
+    assert got.shape == (3, 64, 96)
+    np.testing.assert_array_equal(got.astype(np.float32), want.numpy())
+
+
+def test_mxfp4_folder_reads_as_its_dequantized_model(reference, tmp_path):
+    """The hub's layout: experts as <name>_blocks / <name>_scales and quantization_config mxfp4; read as
+    transformers' model holding the dequantized experts."""
+    import json
     from safetensors.numpy import load_file, save_file
-    _, folder = reference
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+    import copy
+    torch_model, folder = copy.deepcopy(reference[0]), reference[1]  # the module's model stays as it is
     tensors = load_file(str(folder / "model.safetensors"))
-    name = "model.layers.0.mlp.experts.gate_up_proj"
-    w = tensors.pop(name)
-    tensors[f"{name}_blocks"] = np.zeros((*w.shape[:1], w.shape[2], w.shape[1] // 32, 16), np.uint8)
-    tensors[f"{name}_scales"] = np.zeros((*w.shape[:1], w.shape[2], w.shape[1] // 32), np.uint8)
+    rng = np.random.default_rng(7)
+    for i, layer in enumerate(torch_model.model.layers):
+        for proj in ("gate_up_proj", "down_proj"):
+            name = f"model.layers.{i}.mlp.experts.{proj}"
+            blocks, scales = mxfp4_codes(rng, tensors.pop(name).shape)
+            tensors[f"{name}_blocks"], tensors[f"{name}_scales"] = blocks, scales
+            with torch.no_grad():
+                getattr(layer.mlp.experts, proj).copy_(convert_moe_packed_tensors(
+                    torch.as_tensor(blocks), torch.as_tensor(scales), dtype=torch.float32))
     out = tmp_path / "mxfp4"
     out.mkdir()
-    (out / "config.json").write_text((folder / "config.json").read_text())
+    config = json.loads((folder / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn",
+                                     "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (out / "config.json").write_text(json.dumps(config))
     save_file(tensors, str(out / "model.safetensors"))
-    with pytest.raises(CheckpointError, match=f"tensor '{name}' is MXFP4-quantized"):
+    ids = np.random.default_rng(2).integers(3, VOCAB, 512)
+    diff = read_diff(load(out, prefill_chunk=256), ids, reference_logprobs(torch_model, ids))
+    assert diff.max() <= TOL
+    name = "model.layers.1.mlp.experts.down_proj_scales"  # a missing half: one line naming it
+    tensors.pop(name)
+    save_file(tensors, str(out / "model.safetensors"))
+    with pytest.raises(CheckpointError, match=f"tensor '{name}' is missing"):
         load(out)
 
 
