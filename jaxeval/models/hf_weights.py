@@ -5,7 +5,7 @@ projections (Phi-3's qkv_proj, Phi-3's and GLM's gate_up_proj) are split by rows
 tensors is a view of its rows, so a shard still reads only its own bytes. gpt-oss's experts.gate_up_proj
 (and its bias) interleave gate and up along the last axis: each is a strided view of it.
 MXFP4 expert tensors (the hub's gpt-oss files: <name>_blocks, <name>_scales in place of <name>) are
-dequantized as they load (jaxeval.models.mxfp4; every layer's experts at once, in bfloat16, exact).
+dequantized as they load (jaxeval.models.mxfp4.MXFP4Tensor: bfloat16, exact), each shard from its own bytes.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ def text_prefix(st: SafetensorsFolder) -> str:
                           f"({', '.join(p or '(none)' for p in _PREFIXES)})")
 
 
-def _mxfp4(st, tensor: str) -> np.ndarray:
-    """The float [E, in, out] tensor held as MXFP4 <tensor>_blocks and <tensor>_scales."""
+def _mxfp4(st, tensor: str) -> mxfp4.MXFP4Tensor:
+    """The float [E, in, out] tensor held as MXFP4 <tensor>_blocks and <tensor>_scales (read lazily)."""
     blocks, scales = st.get(f"{tensor}_blocks"), st.get(f"{tensor}_scales")
     try:
-        return mxfp4.dequantize(blocks, scales)
+        return mxfp4.MXFP4Tensor(blocks, scales)
     except ValueError as e:
         raise CheckpointError(f"{st.folder}: tensor {tensor!r}: {e}") from None
 
