@@ -35,7 +35,7 @@ from jaxeval.models.attention import decode_attention
 from jaxeval.models import hybrid
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
-from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers
+from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers, sink_logits
 from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
 from jaxeval.models.kv_policy import attention_window, new_kv_cache, stored_kv
 from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
@@ -100,7 +100,7 @@ def _decode_row(params, cache_k, cache_v, token, position, rope, config, keep=No
                                          cache, stored_kv(policy, new)) for cache, new in ((cache_k, k), (cache_v, v)))
         window, sinks = attention_window(policy, window)
         attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, window, config.attention_scale,
-                                config.attn_logit_softcap, keep=keep, **sinks)
+                                config.attn_logit_softcap, keep=keep, sink_logits=sink_logits(lp, config), **sinks)
         return (layer_output(lp, config, x, attn[None, None]), cache_k, cache_v), None
 
     x = embed_tokens(params, config, token[None, None])

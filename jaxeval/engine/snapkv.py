@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxeval.models.attention import attention_probs, xla_attention
 from jaxeval.models.config import ModelConfig
-from jaxeval.models.decoder import attention_inputs, embed_tokens, layer_output
+from jaxeval.models.decoder import attention_inputs, embed_tokens, layer_output, sink_logits
 from jaxeval.models.kv_policy import snapkv_keep
 from jaxeval.models.rope import RopeTables, rope_tables
 
@@ -41,8 +41,11 @@ def observe_row(params, cache_k, cache_v, keep, window_ids, start, row, rope, *,
         q, k, v = attention_inputs(lp, config, x, positions, (inv_freq, scale))
         keys, values = (jax.lax.dynamic_update_slice_in_dim(c[None], n.astype(c.dtype), start, axis=1)
                         for c, n in ((layer_k, k), (layer_v, v)))
-        attn = xla_attention(q, keys, values, start, window, config.attention_scale, config.attn_logit_softcap)
-        probs = attention_probs(q, keys, start, window, config.attention_scale, config.attn_logit_softcap)
+        sinks = sink_logits(lp, config)
+        attn = xla_attention(q, keys, values, start, window, config.attention_scale, config.attn_logit_softcap,
+                             sink_logits=sinks)
+        probs = attention_probs(q, keys, start, window, config.attention_scale, config.attn_logit_softcap,
+                                sink_logits=sinks)
         votes = probs[0].sum(axis=(1, 2))  # [KV, S]: over the KV head's query heads and the window's queries
         return layer_output(lp, config, x, attn), snapkv_keep(votes, start, policy, window)
 

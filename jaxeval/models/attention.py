@@ -3,6 +3,10 @@
 attend(q [B,T,H,hd], k [B,S,KV,hd], v [B,S,KV,hd], q_start, window, scale, softcap) -> [B,T,H,hd]
 Query t sits at absolute position q_start + t, key s at position s; a query sees keys with
 s <= q and, when window > 0, q - s < window. Scores and softmax are float32; the mask is jaxeval.models.attention_mask.
+sink_logits (gpt-oss; keyword, every backend): float [H], one more logit per query head in every softmax,
+with no value: transformers' eager gpt-oss attention appends it as a column and drops it after the softmax.
+The online softmaxes here start from it (running max = the sink, sum = 1); splash and cudnn rescale their
+output by the row's log-sum-exp (jaxeval.models.attention_parts).
 
 - xla: the reference; materialises [T, S] scores. Differentiable (used for training).
 - chunked: blockwise online softmax; key blocks that are fully masked (beyond the causal
@@ -46,22 +50,32 @@ def _group(q, num_kv):
     return q.reshape(b, t, num_kv, h // num_kv, d)
 
 
-def attention_probs(q, k, q_start, window, scale, softcap=None, sinks=None):
+def attention_probs(q, k, q_start, window, scale, softcap=None, sinks=None, sink_logits=None):
     """The softmax of xla attention: q [B,T,H,hd], k [B,S,KV,hd] -> float32 [B,KV,G,T,S] (G = H / KV)."""
-    s = _scores(_group(q, k.shape[2]), k, scale, softcap)
+    num_kv = k.shape[2]
+    s = _scores(_group(q, num_kv), k, scale, softcap)
     q_pos = q_start + jnp.arange(q.shape[1])
     s = jnp.where(visible(q_pos, jnp.arange(k.shape[1]), window, sinks), s, MASK_VALUE)
-    return jax.nn.softmax(s, axis=-1)
+    if sink_logits is None:
+        return jax.nn.softmax(s, axis=-1)
+    sink = jnp.broadcast_to(_head_rows(sink_logits, num_kv)[None, :, :, None, None], s.shape[:-1] + (1,))
+    return jax.nn.softmax(jnp.concatenate([s, sink], axis=-1), axis=-1)[..., :-1]
 
 
-def xla_attention(q, k, v, q_start, window, scale, softcap=None, sinks=None):
+def _head_rows(sink_logits, num_kv):
+    """sink_logits [H] -> float32 [KV, G], query head h = kv * G + g (the grouping of _group)."""
+    return sink_logits.astype(jnp.float32).reshape(num_kv, -1)
+
+
+def xla_attention(q, k, v, q_start, window, scale, softcap=None, sinks=None, sink_logits=None):
     b, t, h, d = q.shape
-    p = attention_probs(q, k, q_start, window, scale, softcap, sinks)
+    p = attention_probs(q, k, q_start, window, scale, softcap, sinks, sink_logits)
     out = jnp.einsum("bkgts,bskd->btkgd", p.astype(v.dtype), v, preferred_element_type=jnp.float32)
     return out.reshape(b, t, h, d).astype(q.dtype)
 
 
-def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256, block_k=512, sinks=None):
+def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256, block_k=512, sinks=None,
+                      sink_logits=None):
     """Blockwise attention; the query heads of one KV group are folded into the rows of one matmul.
 
     Folding G = H / KV query heads into [KV, G * block_q, hd] rows makes every step two large
@@ -99,8 +113,8 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256
             return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
 
         shape = (b, num_kv, bq * g)
-        init = (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
-                jnp.zeros(shape + (d,), jnp.float32))
+        init = _online_init(shape, d, None if sink_logits is None else
+                            jnp.tile(_head_rows(sink_logits, num_kv), (1, bq))[None])  # row r: head r % G
         if sinks is not None:  # the sinks' blocks that lie before the window's first
             init = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block, init)
         _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
@@ -110,8 +124,17 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256
     return out.transpose(1, 0, 3, 2, 4, 5).reshape(b, t, h, d).astype(q.dtype)
 
 
+def _online_init(shape, d, sink=None):
+    """(running max, sum, accumulator) before the first key block; with a sink logit float32 `shape`, the sink
+    as if already seen: max = sink, sum = exp(sink - max) = 1, no value."""
+    if sink is None:
+        return (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
+                jnp.zeros(shape + (d,), jnp.float32))
+    return jnp.broadcast_to(sink, shape), jnp.ones(shape, jnp.float32), jnp.zeros(shape + (d,), jnp.float32)
+
+
 def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512, sinks=None,
-                     keep=None):
+                     keep=None, sink_logits=None):
     """One query against one layer of a stacked KV cache, for token-by-token decoding.
 
     q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written;
@@ -150,8 +173,7 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
         return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
 
     shape = (num_kv, h // num_kv)
-    init = (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
-            jnp.zeros(shape + (d,), jnp.float32))
+    init = _online_init(shape, d, None if sink_logits is None else _head_rows(sink_logits, num_kv))
     if sinks is not None:  # the sinks' blocks that lie before the window's first
         init = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block, init)
     _, l, acc = jax.lax.fori_loop(first, last, key_block, init)

@@ -20,6 +20,10 @@ kind "diagonal" | "history" | "window_history" and valid bool [S'] or None.
 
 With T == S (no cache, or one chunk covering the whole cache, where start must be 0) the
 diagonal call alone is the answer.
+
+Learned attention sinks (gpt-oss: one logit per query head joins the softmax, with no value) need no
+kernel support: with the whole row's log-sum-exp L, the sink rescales the kernel's output by
+exp(L) / (exp(L) + exp(sink)) = sigmoid(L - sink).
 """
 
 from __future__ import annotations
@@ -61,12 +65,8 @@ def merge_partials(out_a, lse_a, out_b, lse_b, reachable=None):
     out [B, T, H, hd]; lse [B, T, H]. Part a always sees at least the query's own key.
     reachable: optional bool [T], False for rows whose mask leaves them no key in part b (a kernel
     may skip such rows entirely, leaving whatever it leaves in their output).
+    Returns (out float32 [B, T, H, hd], lse float32 [B, T, H]) over both key sets.
     """
-    return merge_with_lse(out_a, lse_a, out_b, lse_b, reachable)[0]
-
-
-def merge_with_lse(out_a, lse_a, out_b, lse_b, reachable=None):
-    """merge_partials, also returning the merged log-sum-exp: (out float32, lse float32)."""
     lse_a, lse_b = lse_a.astype(jnp.float32), lse_b.astype(jnp.float32)
     seen = lse_b > 0.5 * MASK_VALUE  # False for rows with no visible key (-inf, NaN or mask-level lse)
     if reachable is not None:
@@ -83,32 +83,43 @@ def history_length(window: int, multiple: int) -> int:
     return -(-(window - 1) // multiple) * multiple
 
 
-def offset_attention(part, q, k, v, q_start, window: int, history_multiple: int = 1, blocked_history=False):
+def offset_attention(part, q, k, v, q_start, window: int, history_multiple: int = 1, sink_logits=None,
+                     blocked_history=False):
     """q [B, T, H, hd] at positions q_start + t against k, v [B, S, KV, hd] (key s at position s).
 
     window: a Python int (0 = full). q_start: int or traced int scalar with q_start + T <= S.
+    sink_logits: None, or float [H], learned sinks (see the module docstring).
     blocked_history: full-attention history in blocks of T keys (used when S is a multiple of T).
     """
+    out, lse = _offset_parts(part, q, k, v, q_start, window, history_multiple, blocked_history)
+    if sink_logits is not None:
+        lse = lse.astype(jnp.float32) - sink_logits.astype(jnp.float32)
+        out = out.astype(jnp.float32) * jax.nn.sigmoid(lse)[..., None]
+    return out.astype(q.dtype)
+
+
+def _offset_parts(part, q, k, v, q_start, window: int, history_multiple: int, blocked_history: bool):
+    """offset_attention's (out [B, T, H, hd], lse [B, T, H]) without sinks."""
     t, s = q.shape[1], k.shape[1]
     if window >= s:  # the window reaches every key there is
         window = 0
     if t == s and (not is_static(q_start) or q_start == 0):
-        return part(q, k, v, "diagonal", window, None)[0]
+        return part(q, k, v, "diagonal", window, None)
     own_k = jax.lax.dynamic_slice_in_dim(k, q_start, t, axis=1)
     own_v = jax.lax.dynamic_slice_in_dim(v, q_start, t, axis=1)
     out_d, lse_d = part(q, own_k, own_v, "diagonal", window, None)
     if window == 1:  # each query sees only itself
-        return out_d
+        return out_d, lse_d
     if window:
         hist = history_length(window, history_multiple)
         pos = q_start - hist + jnp.arange(hist)
         rows = jnp.clip(pos, 0, s - 1)
         out_h, lse_h = part(q, k[:, rows], v[:, rows], "window_history", window, pos >= 0)
-        return merge_partials(out_d, lse_d, out_h, lse_h, jnp.arange(t) < window - 1).astype(q.dtype)
-    if not blocked_history or s % t:
-        out_h, lse_h = part(q, k, v, "history", 0, jnp.arange(s) < q_start)
-        return merge_partials(out_d, lse_d, out_h, lse_h).astype(q.dtype)
-    return _blocked_history(part, q, k, v, q_start, out_d, lse_d).astype(q.dtype)
+        return merge_partials(out_d, lse_d, out_h, lse_h, jnp.arange(t) < window - 1)
+    if blocked_history and s % t == 0:
+        return _blocked_history(part, q, k, v, q_start, out_d, lse_d)
+    out_h, lse_h = part(q, k, v, "history", 0, jnp.arange(s) < q_start)
+    return merge_partials(out_d, lse_d, out_h, lse_h)
 
 
 def _blocked_history(part, q, k, v, q_start, out, lse):
@@ -122,10 +133,10 @@ def _blocked_history(part, q, k, v, q_start, out, lse):
     def block(j, acc):
         kb, vb = (jax.lax.dynamic_slice_in_dim(x, j * t, t, axis=1) for x in (k, v))
         out_b, lse_b = part(q, kb, vb, "history", 0, j * t + jnp.arange(t) < q_start)
-        return merge_with_lse(*acc, out_b, lse_b)
+        return merge_partials(*acc, out_b, lse_b)
 
     acc = (out.astype(jnp.float32), lse.astype(jnp.float32))
-    return jax.lax.fori_loop(0, (q_start + t - 1) // t, block, acc)[0]
+    return jax.lax.fori_loop(0, (q_start + t - 1) // t, block, acc)
 
 
 def on_mesh(local, mesh, batch_axes=("data",), head_axis="tensor"):
@@ -141,7 +152,7 @@ def on_mesh(local, mesh, batch_axes=("data",), head_axis="tensor"):
     batch = tuple(a for a in batch_axes if sizes.get(a, 1) > 1)
     tp = sizes.get(head_axis, 1)
 
-    def sharded(q, k, v, q_start, window, scale, softcap=None):
+    def sharded(q, k, v, q_start, window, scale, softcap=None, sink_logits=None):
         b, h, kv = q.shape[0], q.shape[2], k.shape[2]
         kv_split = kv % tp == 0
         if b % int(np.prod([sizes[a] for a in batch])) or h % tp or not (kv_split or tp % kv == 0):
@@ -152,15 +163,17 @@ def on_mesh(local, mesh, batch_axes=("data",), head_axis="tensor"):
         q_spec = P(batch_spec, None, heads, None)
         kv_spec = P(batch_spec, None, heads if kv_split else None, None)
 
-        def body(q, k, v, q_start, traced_window):
+        def body(q, k, v, q_start, traced_window, sinks):
             if tp > 1 and not kv_split:  # replicated K/V heads: keep the one this shard's query heads use
                 j = jax.lax.axis_index(head_axis) // (tp // kv)
                 k, v = (jax.lax.dynamic_slice_in_dim(x, j, 1, axis=2) for x in (k, v))
             # a static window stays static (the kernels' masks need it); a traced one is selected inside
-            return local(q, k, v, q_start, int(window) if is_static(window) else traced_window, scale, softcap)
+            return local(q, k, v, q_start, int(window) if is_static(window) else traced_window, scale, softcap,
+                         **({} if sink_logits is None else {"sink_logits": sinks}))
 
-        run = jax.shard_map(body, mesh=mesh, in_specs=(q_spec, kv_spec, kv_spec, P(), P()), out_specs=q_spec,
-                            check_vma=False)
-        return run(q, k, v, jnp.asarray(q_start, jnp.int32), jnp.asarray(window, jnp.int32))
+        run = jax.shard_map(body, mesh=mesh, in_specs=(q_spec, kv_spec, kv_spec, P(), P(), P(heads)),
+                            out_specs=q_spec, check_vma=False)
+        sinks = jnp.zeros((h,), jnp.float32) if sink_logits is None else sink_logits
+        return run(q, k, v, jnp.asarray(q_start, jnp.int32), jnp.asarray(window, jnp.int32), sinks)
 
     return sharded

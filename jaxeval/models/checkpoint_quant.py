@@ -67,6 +67,11 @@ def read_scheme(raw: dict, where: str) -> Scheme | None:
     if qc is None:
         return None
     method = qc.get("quant_method") if isinstance(qc, dict) else None
+    if method == "mxfp4":  # gpt-oss on the hub: only the experts, dequantized as they load (jaxeval.models.mxfp4)
+        if raw.get("model_type") != "gpt_oss":
+            raise ConfigError(f"{where}: quantization_config.quant_method 'mxfp4' is supported for gpt-oss experts "
+                              f"only (model_type={raw.get('model_type')!r})")
+        return None
     if method not in METHODS:
         raise ConfigError(f"{where}: quantization_config.quant_method {method!r} is not supported "
                           f"(supported: {', '.join(METHODS)})")

@@ -62,6 +62,8 @@ class ModelConfig:
     rope_local: RopeConfig  # used by sliding layers (same as `rope` outside Gemma 3)
     sliding_window: int | None = None
     qkv_bias: bool = False
+    o_bias: bool = False  # gpt-oss: o_proj has a bias too
+    attention_sinks: bool = False  # gpt-oss: a learned logit per query head joins each softmax (no value)
     qk_norm: bool = False  # Qwen3, Gemma 3: RMSNorm over head_dim on q and k
     qk_norm_over_heads: bool = False  # OLMo 2/3: the q/k RMSNorm spans all heads' concatenated dims
     pre_norm: bool = True  # RMSNorm before attention and MLP (OLMo 2/3: none, post norms only)

@@ -52,7 +52,8 @@ def stripe_order(t: int, cp: int) -> tuple[np.ndarray, np.ndarray]:
     return order.astype(np.int32), np.argsort(order).astype(np.int32)
 
 
-def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: Mesh, cache_sharded: bool = True):
+def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: Mesh, cache_sharded: bool = True,
+                   sink_logits=None):
     """attend() per shard, with this chunk's K/V gathered and written into the layer's cache.
 
     q [B, T, H, hd], k, v [B, T, KV, hd]: the chunk, in striped order when context > 1.
@@ -60,6 +61,7 @@ def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: 
     `context` along S when cache_sharded and S allows), or None: attention over the chunk alone.
     Inside each shard the chunk's K/V and the cache are all-gathered over `context` (one layer
     at a time), so XLA never gathers a whole multi-layer cache.
+    sink_logits: None, or float [H] (gpt-oss's learned sinks), split over `tensor` as the query heads.
     Returns (attention [B, T, H, hd] in q's order, k, v [B, T, KV, hd] in natural order).
     """
     sizes = mesh_sizes(mesh)
@@ -82,11 +84,15 @@ def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: 
         cache_spec = spec(cache[0].shape, ("batch", "cache_sequence" if cache_sharded else "hidden", "act_kv_heads",
                                            "head_dim"), mesh)
     cache_split = cache_spec[1] is not None
+    no_sinks = sink_logits is None
+    if no_sinks:  # a fixed argument list again: local() passes no sinks on
+        sink_logits = jnp.zeros((h,), q.dtype)
 
     def gather(x, split):
         return jax.lax.all_gather(x, "context", axis=1, tiled=True) if split else x
 
-    def local(q, k, v, cache_k, cache_v, start, window):
+    def local(q, k, v, cache_k, cache_v, start, window, sinks):
+        extra = {} if no_sinks else {"sink_logits": sinks}  # this shard's query heads' sinks
         if cp > 1:  # the whole chunk's K/V, back in natural order
             k, v = gather(k, True)[:, inverse], gather(v, True)[:, inverse]
         if no_cache:
@@ -100,17 +106,19 @@ def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: 
             keys = jax.lax.dynamic_slice_in_dim(keys, j, 1, axis=2)
             values = jax.lax.dynamic_slice_in_dim(values, j, 1, axis=2)
         if cp == 1:
-            return attend(q, keys, values, start, window, scale, softcap), k, v
+            return attend(q, keys, values, start, window, scale, softcap, **extra), k, v
         i = jax.lax.axis_index("context")
         half = q.shape[1] // 2
         stripe = t // (2 * cp)
-        early = attend(q[:, :half], keys, values, start + i * stripe, window, scale, softcap)
-        late = attend(q[:, half:], keys, values, start + (2 * cp - 1 - i) * stripe, window, scale, softcap)
+        early = attend(q[:, :half], keys, values, start + i * stripe, window, scale, softcap, **extra)
+        late = attend(q[:, half:], keys, values, start + (2 * cp - 1 - i) * stripe, window, scale, softcap, **extra)
         return jnp.concatenate([early, late], axis=1), k, v
 
-    run = _shard_map(local, mesh=mesh, in_specs=(q_spec, chunk_spec, chunk_spec, cache_spec, cache_spec, P(), P()),
+    run = _shard_map(local, mesh=mesh, in_specs=(q_spec, chunk_spec, chunk_spec, cache_spec, cache_spec, P(), P(),
+                                                 P(q_spec[2])),
                      out_specs=(q_spec, whole_spec, whole_spec), check_vma=False)
-    return run(q, k, v, cache[0], cache[1], jnp.asarray(start, jnp.int32), jnp.asarray(window, jnp.int32))
+    return run(q, k, v, cache[0], cache[1], jnp.asarray(start, jnp.int32), jnp.asarray(window, jnp.int32),
+               sink_logits)
 
 
 def write_chunk(cache, new, start, mesh: Mesh, names):

@@ -44,16 +44,19 @@ def _part(q, k, v, kind, window, valid, *, scale, implementation):
     return out, lse
 
 
-def cudnn_attention(q, k, v, q_start, window, scale, softcap=None, *, windows=None, implementation="cudnn"):
+def cudnn_attention(q, k, v, q_start, window, scale, softcap=None, *, windows=None, implementation="cudnn",
+                    sink_logits=None):
     """Causal attention: q [B, T, H, hd] at positions q_start + t; k, v [B, S, KV, hd].
 
     window: Python int, or a traced scalar taking one of `windows` (the model's layer windows).
+    sink_logits: None, or float [H] (gpt-oss), folded in through the returned log-sum-exp.
     """
     if softcap:
         raise ConfigError(f"attention='cudnn' has no logit soft-capping (attn_logit_softcap={softcap}); "
                           "use chunked, xla or splash (TPU)")
     part = functools.partial(_part, scale=scale, implementation=implementation)
-    return with_static_window(windows, window, lambda w: offset_attention(part, q, k, v, q_start, w))
+    return with_static_window(windows, window,
+                              lambda w: offset_attention(part, q, k, v, q_start, w, sink_logits=sink_logits))
 
 
 def make_cudnn_attention(config=None, mesh=None, implementation="cudnn"):

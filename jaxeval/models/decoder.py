@@ -120,6 +120,8 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
 def layer_output(lp, c: ModelConfig, x, attn):
     """The rest of a layer after attention: x [B, T, D], attn [B, T, H, hd] -> x [B, T, D]."""
     out = jnp.einsum("bthk,hkd->btd", attn, dense_weight(lp["wo"], attn.dtype))
+    if c.o_bias:
+        out = out + lp["bo"]
     if c.sandwich_norm:
         out = _norm(c, out, lp["post_attn_norm"])
     x = x + _scaled(out, c.residual_scale)
@@ -132,10 +134,20 @@ def layer_output(lp, c: ModelConfig, x, attn):
 def mlp(lp, c: ModelConfig, h):
     """The feed-forward block on normed h [..., D]: the gated MLP, or the routed experts of a MoE (c.moe)."""
     if c.moe is not None:
-        experts = {"router": lp["router"], "w_gate": lp["moe_gate"], "w_up": lp["moe_up"], "w_down": lp["moe_down"]}
+        experts = {ours: lp[name] for ours, name in _MOE_PARAMS.items() if name in lp}
         return sparse_moe(experts, c.moe, h)
     inner = _activation(c, h @ dense_weight(lp["w_gate"], h.dtype)) * (h @ dense_weight(lp["w_up"], h.dtype))
     return inner @ dense_weight(lp["w_down"], inner.dtype)
+
+
+# jaxeval.models.moe's names -> the layer's (the biases: gpt-oss only)
+_MOE_PARAMS = {"router": "router", "w_gate": "moe_gate", "w_up": "moe_up", "w_down": "moe_down",
+               "router_bias": "router_bias", "b_gate": "moe_gate_bias", "b_up": "moe_up_bias", "b_down": "moe_down_bias"}
+
+
+def sink_logits(lp, c: ModelConfig):
+    """The layer's learned attention-sink logits float [H] (gpt-oss), or None."""
+    return lp["sinks"] if c.attention_sinks else None
 
 
 def output_gate(lp, c: ModelConfig, x):
@@ -163,7 +175,7 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
     if mesh is not None:  # (KV-cache policies are refused on a mesh at load)
         q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
         attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale, c.attn_logit_softcap,
-                                    mesh, cache_sharded)
+                                    mesh, cache_sharded, sink_logits(lp, c))
     else:
         if cache is None:
             keys, values, q_start = k, v, 0
@@ -171,6 +183,8 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
             keys, values = write_kv(cache[0], k, start), write_kv(cache[1], v, start)
             q_start = start
         window, sinks = attention_window(policy, window)
+        if c.attention_sinks:
+            sinks["sink_logits"] = sink_logits(lp, c)
         attn = attend(q, dense_kv(keys, q.dtype), dense_kv(values, q.dtype), q_start, window, c.attention_scale,
                       c.attn_logit_softcap, **sinks)
     if c.attention_output_gate:

@@ -17,7 +17,7 @@ FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
                          "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3",
-                         "qwen3_5_text", "qwen3_moe")
+                         "qwen3_5_text", "qwen3_moe", "mixtral", "gpt_oss")
 PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text")  # families whose attention rotates only part of each head
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
@@ -41,6 +41,10 @@ MISTRAL3_TEXT_DEFAULTS = {
 MINISTRAL3_ROPE = {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0, "original_max_position_embeddings": 16384,
                    "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}
 
+# GptOssConfig's rope when config.json gives neither rope_parameters nor rope_scaling (theta: its default_theta).
+GPT_OSS_ROPE = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                "original_max_position_embeddings": 4096}
+
 # Class defaults that differ from the common reading, applied to fields config.json leaves out. Phi3Config
 # always has a top-level original_max_position_embeddings, which transformers prefers to rope_parameters'.
 CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -53,6 +57,8 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "exaone4": {"sliding_window": 4096, "sliding_window_pattern": 4},
     "seed_oss": {"head_dim": 128, "attention_bias": True},
     "ministral3": {"head_dim": 128},
+    "mixtral": {"rope_theta": 1_000_000.0},
+    "gpt_oss": {"head_dim": 64, "sliding_window": 128, "attention_bias": True, "rope_theta": 150_000.0},
     "qwen3_5_text": {"head_dim": 256, "partial_rotary_factor": 0.25, "linear_conv_kernel_dim": 4,
                      "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
                      "linear_num_value_heads": 32},
@@ -60,9 +66,11 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
 
 # attention_bias: qwen2 always has q/k/v biases; GLM's and Seed-OSS's q/k/v follow attention_bias (o has none;
 # Seed-OSS's has attention_out_bias); Mistral, Ministral, Phi-3 and EXAONE 4 build their projections without
-# biases whatever the field says. Elsewhere the field adds an o_proj bias too, which jaxeval does not have.
+# biases whatever the field says; gpt-oss's q/k/v and o_proj all follow it. Elsewhere the field adds an o_proj
+# bias too, which jaxeval refuses.
 QKV_BIAS_ALWAYS, QKV_BIAS_FROM_FIELD = ("qwen2",), ("glm", "glm4", "seed_oss")
-BIAS_FIELD_IGNORED = ("mistral", "ministral", "ministral3", "phi3", "exaone4")
+QKV_O_BIAS_FROM_FIELD = ("gpt_oss",)  # q/k/v and o_proj biases, all following attention_bias
+BIAS_FIELD_IGNORED = ("mistral", "ministral", "ministral3", "phi3", "exaone4", "mixtral")
 
 # SmolLM3-3B's config.json says pretraining_tp=2; transformers' SmolLM3 never reads the field.
 IGNORES_PRETRAINING_TP = ("smollm3",)
@@ -70,7 +78,7 @@ IGNORES_PRETRAINING_TP = ("smollm3",)
 # Families whose masks are causal only, whatever sliding_window or layer_types say.
 ALWAYS_FULL = ("glm", "glm4", "granite", "olmo2", "seed_oss")
 # Families that slide every layer when sliding_window is set (no layer_types in their config class).
-SLIDE_EVERY_LAYER = ("mistral", "ministral3", "phi3")
+SLIDE_EVERY_LAYER = ("mistral", "ministral3", "phi3", "mixtral")
 
 
 def text_tower(raw: dict[str, Any], where: str) -> dict[str, Any]:
@@ -96,8 +104,11 @@ def text_tower(raw: dict[str, Any], where: str) -> dict[str, Any]:
 def with_class_defaults(raw: dict[str, Any], model_type: str) -> dict[str, Any]:
     """raw with the family's class defaults filled in for absent fields (an explicit null stays null)."""
     raw = {**CLASS_DEFAULTS.get(model_type, {}), **raw}
-    if model_type == "ministral3" and raw.get("rope_parameters") is None and raw.get("rope_scaling") is None:
-        raw["rope_parameters"] = dict(MINISTRAL3_ROPE)
+    if raw.get("rope_parameters") is None and raw.get("rope_scaling") is None:
+        if model_type == "ministral3":
+            raw["rope_parameters"] = dict(MINISTRAL3_ROPE)
+        elif model_type == "gpt_oss":
+            raw["rope_parameters"] = dict(GPT_OSS_ROPE)
     if model_type == "phi3":  # Phi3Config reads the rope types of older Phi-3 files as longrope
         for key in ("rope_scaling", "rope_parameters"):
             rope = raw.get(key)
@@ -123,7 +134,7 @@ def layer_types(raw, model_type, num_layers, where) -> tuple[str, ...]:
     if types is None:
         if model_type in hybrid_config.HYBRID_TYPES:
             types = hybrid_config.default_layer_types(raw, num_layers, where)
-        elif model_type == "gemma2":
+        elif model_type in ("gemma2", "gpt_oss"):
             types = [SLIDING if (i + 1) % 2 else FULL for i in range(num_layers)]
         elif model_type == "gemma3_text":
             pattern = _positive_int(raw, "sliding_window_pattern", 6, where)
@@ -189,6 +200,11 @@ def bias_fields(raw, model_type, where) -> dict[str, Any]:
                           "(an o_proj bias)")
     if model_type in QKV_BIAS_ALWAYS:
         return {"qkv_bias": True}
+    if model_type in QKV_O_BIAS_FROM_FIELD:
+        bias = raw.get("attention_bias")
+        if not isinstance(bias, bool):
+            raise ConfigError(f"{where}: field 'attention_bias'={bias!r} must be true or false")
+        return {"qkv_bias": bias, "o_bias": bias}
     if model_type in QKV_BIAS_FROM_FIELD:
         bias = raw.get("attention_bias")
         if not isinstance(bias, bool):
@@ -218,7 +234,8 @@ def family_fields(raw, model_type, hidden_size, where, rope) -> dict[str, Any]:
         "pre_norm": not post_norms_only,
         "sandwich_norm": gemma or post_norms_only or model_type == "glm4",
         "norm_plus_one": gemma,
-        "norm_scale_float32": olmo,
+        "norm_scale_float32": olmo or model_type == "gpt_oss",  # GptOssRMSNorm scales in float32
+        "attention_sinks": model_type == "gpt_oss",
         "rope_interleaved": model_type in ("glm", "glm4"),
     }
     if gemma:

@@ -2,7 +2,10 @@
 
 The names and layouts come from the one parameter table (jaxeval.models.param_layout). Fused HF
 projections (Phi-3's qkv_proj, Phi-3's and GLM's gate_up_proj) are split by rows at load: each of our
-tensors is a view of its rows, so a shard still reads only its own bytes.
+tensors is a view of its rows, so a shard still reads only its own bytes. gpt-oss's experts.gate_up_proj
+(and its bias) interleave gate and up along the last axis: each is a strided view of it.
+MXFP4 expert tensors (the hub's gpt-oss files: <name>_blocks, <name>_scales in place of <name>) are
+dequantized as they load (jaxeval.models.mxfp4.MXFP4Tensor: bfloat16, exact), each shard from its own bytes.
 """
 
 from __future__ import annotations
@@ -11,10 +14,12 @@ import jax
 import numpy as np
 
 from jaxeval.errors import CheckpointError
+from jaxeval.models import mxfp4
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.hybrid_weights import load_hybrid_params
-from jaxeval.models.param_layout import TOP, fused_rows, hf_name, hf_shape, param, param_shapes, to_ours
+from jaxeval.models.param_layout import (TOP, fused_columns, fused_rows, hf_layout, hf_name, hf_shape, param_shapes,
+                                         to_ours)
 from jaxeval.models.safetensors_io import SafetensorsFolder
 
 # Text-model prefixes, tried in order (multimodal Gemma 3 keeps its text tower under language_model).
@@ -28,6 +33,15 @@ def text_prefix(st: SafetensorsFolder) -> str:
             return prefix
     raise CheckpointError(f"{st.folder}: no embed_tokens.weight tensor under any known prefix "
                           f"({', '.join(p or '(none)' for p in _PREFIXES)})")
+
+
+def _mxfp4(st, tensor: str) -> mxfp4.MXFP4Tensor:
+    """The float [E, in, out] tensor held as MXFP4 <tensor>_blocks and <tensor>_scales (read lazily)."""
+    blocks, scales = st.get(f"{tensor}_blocks"), st.get(f"{tensor}_scales")
+    try:
+        return mxfp4.MXFP4Tensor(blocks, scales)
+    except ValueError as e:
+        raise CheckpointError(f"{st.folder}: tensor {tensor!r}: {e}") from None
 
 
 def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None, tensors=None,
@@ -52,7 +66,7 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
     shapes["layers"] = {name: shape for name, shape in shapes["layers"].items() if name not in exclude}
 
     def fetch(tensor: str, expected: tuple[int, ...]) -> np.ndarray:
-        w = st.get(tensor)
+        w = _mxfp4(st, tensor) if tensor not in st and f"{tensor}_blocks" in st else st.get(tensor)
         if tuple(w.shape) != tuple(expected):
             raise CheckpointError(f"{st.folder}: tensor {tensor!r} has shape {list(w.shape)}, "
                                   f"config.json implies {list(expected)}")
@@ -67,13 +81,17 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
 
     def layer_view(name, i, shape):
         """Layer i's tensor `name` in our layout: a view of the memory-mapped file (rows of it, if fused)."""
-        expected, fused, where = hf_shape(name, shape), fused_rows(name, c), f"{prefix}layers.{i}.{hf_name(name, c)}"
-        if param(name).hf_layout == "experts":  # one tensor per expert, stacked
-            return to_ours(name, np.stack([fetch(where.format(j), expected) for j in range(shape[0])]), shape)
+        expected, fused, where = hf_shape(name, shape, c), fused_rows(name, c), f"{prefix}layers.{i}.{hf_name(name, c)}"
+        if hf_layout(name, c) == "experts":  # one tensor per expert, stacked
+            return to_ours(name, np.stack([fetch(where.format(j), expected) for j in range(shape[0])]), shape, c)
+        columns = fused_columns(name, c)
+        if columns is not None:  # interleaved along the last axis
+            parts, index = columns
+            return to_ours(name, fetch(where, (*expected[:-1], parts * expected[-1]))[..., index::parts], shape, c)
         if fused is None:
-            return to_ours(name, fetch(where, expected), shape)
+            return to_ours(name, fetch(where, expected), shape, c)
         total, rows = fused
-        return to_ours(name, fetch(where, (total, *expected[1:]))[rows], shape)
+        return to_ours(name, fetch(where, (total, *expected[1:]))[rows], shape, c)
 
     layer_views = {name: [layer_view(name, i, shape[1:]) for i in range(c.num_layers)]
                    for name, shape in shapes["layers"].items()}  # per layer: views of the memory-mapped files

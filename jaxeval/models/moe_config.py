@@ -1,7 +1,14 @@
-"""config.json fields of the mixture-of-experts decoders (Qwen3-MoE), as transformers 5.x reads them.
+"""config.json fields of the mixture-of-experts decoders (Qwen3-MoE, Mixtral, gpt-oss), as transformers 5.x reads them.
 
 families.py calls in here for the model types in MOE_TYPES. The MoE block replaces each layer's MLP
 (jaxeval.models.moe: routing exactly as the family's router, dropless sorted dispatch).
+
+Qwen3-MoE: num_experts (v5 saves num_local_experts), num_experts_per_tok, moe_intermediate_size,
+norm_topk_prob; every layer sparse (decoder_sparse_step 1, no mlp_only_layers).
+Mixtral: num_local_experts (default 8), num_experts_per_tok (2), the experts' width is
+intermediate_size; the router always renormalises its top-k.
+gpt-oss: num_local_experts (128), num_experts_per_tok (4), width intermediate_size, the clamped SwiGLU's
+swiglu_alpha (1.702) and swiglu_limit (7.0); its experts ignore hidden_act.
 """
 
 from __future__ import annotations
@@ -11,7 +18,10 @@ from typing import Any
 from jaxeval.errors import ConfigError
 from jaxeval.models.moe import MoESpec
 
-MOE_TYPES = ("qwen3_moe",)
+MOE_TYPES = ("qwen3_moe", "mixtral", "gpt_oss")
+
+# the transformers config class defaults: (experts, experts per token)
+_COUNTS = {"qwen3_moe": (128, 8), "mixtral": (8, 2), "gpt_oss": (128, 4)}
 
 
 def _positive(raw, key, where, value=None) -> int:
@@ -21,13 +31,44 @@ def _positive(raw, key, where, value=None) -> int:
     return value
 
 
-def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, Any]:
-    """ModelConfig fields of a Qwen3-MoE: the routing (MoESpec) and the experts' width."""
+def _number(raw, key, default, where) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: field {key!r}={value!r} must be a number")
+    return float(value)
+
+
+def _counts(raw, model_type, where) -> tuple[int, int]:
+    """(experts, experts per token) of the config, each a positive int, top-k at most the experts."""
     key = "num_experts" if raw.get("num_experts") is not None else "num_local_experts"  # v5 saves the latter
-    experts = _positive(raw, key, where, raw.get(key, 128))
-    top_k = _positive(raw, "num_experts_per_tok", where, raw.get("num_experts_per_tok", 8))
+    default_experts, default_top_k = _COUNTS[model_type]
+    experts = _positive(raw, key, where, raw.get(key, default_experts))
+    top_k = _positive(raw, "num_experts_per_tok", where, raw.get("num_experts_per_tok", default_top_k))
     if top_k > experts:
         raise ConfigError(f"{where}: field 'num_experts_per_tok'={top_k} exceeds {key}={experts}")
+    return experts, top_k
+
+
+def _silu_experts(raw, where):
+    if raw.get("hidden_act", "silu") != "silu":
+        raise ConfigError(f"{where}: field 'hidden_act'={raw.get('hidden_act')!r} is not supported for the experts "
+                          "(silu only)")
+
+
+def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, Any]:
+    """ModelConfig fields of a MoE decoder: the routing (MoESpec) and the experts' width."""
+    model_type = raw["model_type"]
+    experts, top_k = _counts(raw, model_type, where)
+    if model_type == "gpt_oss":
+        width = _positive(raw, "intermediate_size", where)
+        alpha, limit = (_number(raw, key, default, where) for key, default in (("swiglu_alpha", 1.702),
+                                                                              ("swiglu_limit", 7.0)))
+        return {"moe": MoESpec("gpt_oss", experts, top_k, swiglu_alpha=alpha, swiglu_limit=limit),
+                "moe_intermediate_size": width}
+    _silu_experts(raw, where)
+    if model_type == "mixtral":
+        width = _positive(raw, "intermediate_size", where)
+        return {"moe": MoESpec("mixtral", experts, top_k), "moe_intermediate_size": width}
     width = _positive(raw, "moe_intermediate_size", where, raw.get("moe_intermediate_size", 768))
     step = _positive(raw, "decoder_sparse_step", where, raw.get("decoder_sparse_step", 1))
     dense_only = raw.get("mlp_only_layers") or []
@@ -38,9 +79,6 @@ def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, An
         field = "mlp_only_layers" if any(i in dense_only for i in dense) else "decoder_sparse_step"
         raise ConfigError(f"{where}: field {field!r} makes layer {dense[0]} a dense MLP layer; jaxeval runs "
                           "Qwen3-MoE models whose every layer is sparse")
-    if raw.get("hidden_act", "silu") != "silu":
-        raise ConfigError(f"{where}: field 'hidden_act'={raw.get('hidden_act')!r} is not supported for the experts "
-                          "(silu only)")
     norm = raw.get("norm_topk_prob", False)
     if not isinstance(norm, bool):
         raise ConfigError(f"{where}: field 'norm_topk_prob'={norm!r} must be true or false")

@@ -16,6 +16,9 @@ Sizes (L layers, D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab):
            optional: bq [L, H, hd], bk, bv [L, KV, hd]; q_norm, k_norm [L, hd] (per head) or
            q_norm_heads [L, H, hd], k_norm_heads [L, KV, hd] (over all heads, OLMo 2/3);
            post_attn_norm, post_mlp_norm [L, D] (on the attention / MLP outputs: Gemma, GLM-4, OLMo 2/3)
+           MoE (E experts, I expert width): router [L, D, E]; moe_gate, moe_up [L, E, D, I]; moe_down [L, E, I, D];
+           gpt-oss also bo [L, D]; sinks [L, H]; router_bias [L, E]; moe_gate_bias, moe_up_bias [L, E, I];
+           moe_down_bias [L, E, D]
 HF linear weights are [out, in]; ours are [in..., out...] so the einsums read naturally.
 """
 
@@ -49,7 +52,7 @@ class Param:
     hf_layout: "same" (HF tensor as ours), "flat" (HF 1-D, ours its reshape), "linear"
     (HF [out, in], ours [in..., out...] with the first `inputs` of our dims the input), or "experts"
     (one HF [out, in] tensor per expert, `hf` naming them with {} for the expert index; ours
-    [experts, in..., out...]).
+    [experts, in..., out...]); hf_family_layout: another layout in some families (model_type -> layout).
     init: "normal" (random weights), "norm" (a norm scale: ones, or zeros where the family adds one),
     "zeros" (biases).
     """
@@ -61,15 +64,18 @@ class Param:
     init: str = "normal"
     when: Callable[[ModelConfig], bool] = _always
     hf_family: Mapping[str, str] = dataclasses.field(default_factory=dict)  # model_type -> HF name
+    hf_family_layout: Mapping[str, str] = dataclasses.field(default_factory=dict)  # model_type -> hf_layout
 
 
 @dataclasses.dataclass(frozen=True)
 class Fused:
-    """One HF tensor holding several of ours stacked by rows (in `parts` order), in some families."""
+    """One HF tensor holding several of ours stacked by rows (in `parts` order), in some families;
+    interleaved: alternating along the last axis instead (gpt-oss's gate_up_proj: gate, up, gate, up, ...)."""
 
     hf: str
     parts: tuple[str, ...]
     families: tuple[str, ...]
+    interleaved: bool = False
 
 
 def _pre_norm(c):
@@ -104,6 +110,18 @@ def _dense_mlp(c):
     return c.moe is None
 
 
+def _o_bias(c):
+    return c.o_bias
+
+
+def _sinks(c):
+    return c.attention_sinks
+
+
+def _expert_biases(c):
+    return c.moe is not None and c.moe.family == "gpt_oss"
+
+
 # Where a family's norms sit: the same HF name means a different norm from one family to the next
 # (post_attention_layernorm feeds the MLP in Llama and GLM-4, follows attention in Gemma and OLMo 2).
 _GEMMA_MLP_NORM = {"gemma2": "pre_feedforward_layernorm.weight", "gemma3_text": "pre_feedforward_layernorm.weight"}
@@ -124,14 +142,29 @@ LAYERS: dict[str, Param] = {
     "w_gate": Param(("layers", "embed", "mlp"), "mlp.gate_proj.weight", "linear", when=_dense_mlp),
     "w_up": Param(("layers", "embed", "mlp"), "mlp.up_proj.weight", "linear", when=_dense_mlp),
     "w_down": Param(("layers", "mlp", "embed"), "mlp.down_proj.weight", "linear", when=_dense_mlp),
-    # Qwen3-MoE: the router and the experts in place of the dense MLP (jaxeval.models.moe)
-    "router": Param(("layers", "embed", "experts"), "mlp.gate.weight", "linear", when=_moe),
+    # MoE (Qwen3-MoE, Mixtral): the router and the experts in place of the dense MLP (jaxeval.models.moe)
+    # gpt-oss keeps its experts fused, [in, out] ([E, D, 2I] gate and up interleaved, [E, I, D]), with biases
+    "router": Param(("layers", "embed", "experts"), "mlp.gate.weight", "linear", when=_moe,
+                    hf_family={"mixtral": "block_sparse_moe.gate.weight", "gpt_oss": "mlp.router.weight"}),
     "moe_gate": Param(("layers", "experts", "embed", "moe_mlp"), "mlp.experts.{}.gate_proj.weight", "experts",
-                      when=_moe),
+                      when=_moe, hf_family={"mixtral": "block_sparse_moe.experts.{}.w1.weight"},
+                      hf_family_layout={"gpt_oss": "same"}),
     "moe_up": Param(("layers", "experts", "embed", "moe_mlp"), "mlp.experts.{}.up_proj.weight", "experts",
-                    when=_moe),
+                    when=_moe, hf_family={"mixtral": "block_sparse_moe.experts.{}.w3.weight"},
+                    hf_family_layout={"gpt_oss": "same"}),
     "moe_down": Param(("layers", "experts", "moe_mlp", "embed"), "mlp.experts.{}.down_proj.weight", "experts",
-                      when=_moe),
+                      when=_moe, hf_family={"mixtral": "block_sparse_moe.experts.{}.w2.weight",
+                                            "gpt_oss": "mlp.experts.down_proj"}, hf_family_layout={"gpt_oss": "same"}),
+    "router_bias": Param(("layers", "experts"), "mlp.router.bias", init="zeros", when=_expert_biases),
+    "moe_gate_bias": Param(("layers", "experts", "moe_mlp"), "mlp.experts.gate_up_proj_bias", init="zeros",
+                           when=_expert_biases),
+    "moe_up_bias": Param(("layers", "experts", "moe_mlp"), "mlp.experts.gate_up_proj_bias", init="zeros",
+                         when=_expert_biases),
+    # "norm": a hidden-sized vector, replicated (as the norms' scales)
+    "moe_down_bias": Param(("layers", "experts", "norm"), "mlp.experts.down_proj_bias", init="zeros",
+                           when=_expert_biases),
+    "bo": Param(("layers", "norm"), "self_attn.o_proj.bias", init="zeros", when=_o_bias),
+    "sinks": Param(("layers", "heads"), "self_attn.sinks", init="zeros", when=_sinks),
     "attn_norm": Param(("layers", "norm"), "input_layernorm.weight", init="norm", when=_pre_norm),
     "mlp_norm": Param(("layers", "norm"), "post_attention_layernorm.weight", init="norm", when=_pre_norm,
                       hf_family=_GEMMA_MLP_NORM),
@@ -151,7 +184,9 @@ LAYERS: dict[str, Param] = {
 }
 
 FUSED = (Fused("self_attn.qkv_proj.weight", ("wq", "wk", "wv"), ("phi3",)),
-         Fused("mlp.gate_up_proj.weight", ("w_gate", "w_up"), ("phi3", "glm", "glm4")))
+         Fused("mlp.gate_up_proj.weight", ("w_gate", "w_up"), ("phi3", "glm", "glm4")),
+         Fused("mlp.experts.gate_up_proj", ("moe_gate", "moe_up"), ("gpt_oss",), interleaved=True),
+         Fused("mlp.experts.gate_up_proj_bias", ("moe_gate_bias", "moe_up_bias"), ("gpt_oss",), interleaved=True))
 
 PARAM_AXES: dict[str, tuple[str, ...]] = {name: p.axes for name, p in (TOP | LAYERS).items()}
 
@@ -190,21 +225,27 @@ def hf_name(name: str, c: ModelConfig) -> str:
     return p.hf_family.get(c.model_type, p.hf)
 
 
-def hf_shape(name: str, ours: tuple[int, ...]) -> tuple[int, ...]:
-    """The HF shape of one (per-layer) tensor whose shape in our layout is `ours`."""
+def hf_layout(name: str, c: ModelConfig | None = None) -> str:
+    """The HF layout of our parameter `name` in family c.model_type (the common one without c)."""
     p = param(name)
-    if p.hf_layout == "experts":  # each expert's tensor
+    return p.hf_layout if c is None else p.hf_family_layout.get(c.model_type, p.hf_layout)
+
+
+def hf_shape(name: str, ours: tuple[int, ...], c: ModelConfig | None = None) -> tuple[int, ...]:
+    """The HF shape of one (per-layer) tensor whose shape in our layout is `ours` (c: see hf_layout)."""
+    p, layout = param(name), hf_layout(name, c)
+    if layout == "experts":  # each expert's tensor
         ours = ours[1:]
-    if p.hf_layout in ("linear", "experts"):
+    if layout in ("linear", "experts"):
         return (math.prod(ours[p.inputs:]), math.prod(ours[:p.inputs]))
-    if p.hf_layout == "flat":
+    if layout == "flat":
         return (math.prod(ours),)
     return tuple(ours)
 
 
-def to_ours(name: str, w: np.ndarray, ours: tuple[int, ...]) -> np.ndarray:
+def to_ours(name: str, w: np.ndarray, ours: tuple[int, ...], c: ModelConfig | None = None) -> np.ndarray:
     """One (per-layer) HF tensor -> our layout (a view: a shard still reads only its own bytes)."""
-    layout = param(name).hf_layout
+    layout = hf_layout(name, c)
     if layout == "experts":  # w: the experts' HF tensors stacked [experts, out, in] (a copy, not a view)
         return np.swapaxes(w, 1, 2).reshape(ours)
     if layout == "linear":
@@ -214,10 +255,19 @@ def to_ours(name: str, w: np.ndarray, ours: tuple[int, ...]) -> np.ndarray:
     return w
 
 
-def fused_rows(name: str, c: ModelConfig) -> tuple[int, slice] | None:
-    """(rows of the whole fused HF tensor, our tensor's rows in it), or None if `name` is not fused there."""
+def fused_columns(name: str, c: ModelConfig) -> tuple[int, int] | None:
+    """(parts, our part's index) of an interleaved fused HF tensor (ours: its last axis [index::parts]), or
+    None if `name` is not interleaved there."""
     fused = _fused(name, c)
-    if fused is None:
+    if fused is None or not fused.interleaved:
+        return None
+    return len(fused.parts), fused.parts.index(name)
+
+
+def fused_rows(name: str, c: ModelConfig) -> tuple[int, slice] | None:
+    """(rows of the whole fused HF tensor, our tensor's rows in it), or None if `name` is not fused by rows there."""
+    fused = _fused(name, c)
+    if fused is None or fused.interleaved:
         return None
     rows = [hf_shape(part, shape_of(LAYERS[part], c)[1:])[0] for part in fused.parts]
     start = sum(rows[:fused.parts.index(name)])

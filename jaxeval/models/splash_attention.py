@@ -81,11 +81,12 @@ def _part(q, k, v, kind, window, valid, *, scale, softcap, interpret):
     return out.transpose(0, 2, 1, 3), lse.transpose(0, 2, 1)
 
 
-def splash_attention(q, k, v, q_start, window, scale, softcap=None, *, windows=None, interpret=None):
+def splash_attention(q, k, v, q_start, window, scale, softcap=None, *, windows=None, interpret=None, sink_logits=None):
     """Causal attention on local arrays: q [B, T, H, hd] at positions q_start + t; k, v [B, S, KV, hd].
 
     window: Python int, or a traced scalar taking one of `windows` (the model's distinct layer
-    windows). interpret: None = compile on TPU, interpret elsewhere.
+    windows). interpret: None = compile on TPU, interpret elsewhere. sink_logits: None, or float [H]
+    (gpt-oss), folded in through the kernel's log-sum-exp (jaxeval.models.attention_parts).
     """
     if interpret is None:
         interpret = jax.default_backend() != "tpu"
@@ -94,7 +95,7 @@ def splash_attention(q, k, v, q_start, window, scale, softcap=None, *, windows=N
     part = functools.partial(_part, scale=scale, softcap=float(softcap) if softcap else None, interpret=interpret)
     return with_static_window(windows, window,
                               lambda w: offset_attention(part, q, k, v, q_start, w, history_multiple=LANES,
-                                                                blocked_history=True))
+                                                          sink_logits=sink_logits, blocked_history=True))
 
 
 def make_splash_attention(config=None, mesh=None, interpret=None):
