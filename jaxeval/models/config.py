@@ -90,6 +90,8 @@ class ModelConfig:
     # mixture of experts (Qwen3-MoE): every layer's MLP is the routed experts' (jaxeval.models.moe)
     moe: MoESpec | None = None
     moe_intermediate_size: int = 0  # each expert's width
+    # the first dense_layers layers have the dense MLP, the rest the MoE (jaxeval.models.layer_stacks)
+    dense_layers: int = 0
 
     def __post_init__(self):
         if len(self.layer_types) != self.num_layers:
@@ -98,6 +100,8 @@ class ModelConfig:
             raise ConfigError(f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}")
         if self.rotary_dim == 0:
             object.__setattr__(self, "rotary_dim", self.head_dim)
+        if self.dense_layers and (self.moe is None or not 0 < self.dense_layers < self.num_layers):
+            raise ConfigError(f"dense_layers={self.dense_layers} needs a MoE model of more layers than that")
         if self.qk_norm_over_heads and not self.qk_norm:
             raise ConfigError("qk_norm_over_heads needs qk_norm")
         if self.rotary_dim % 2 or not 0 < self.rotary_dim <= self.head_dim:
@@ -259,7 +263,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: d
     nope = families.no_rope_layers(raw, model_type, num_layers, where, layer_types)
     eps = _number(raw.get("rms_norm_eps", 1e-6), where, "rms_norm_eps")
     try:  # the dataclass's own checks (e.g. longrope factors vs the rotary dim) get the file's name too
-        return ModelConfig(
+        fields = dict(
             model_type=model_type,
             vocab_size=vocab_size,
             hidden_size=hidden,
@@ -283,6 +287,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: d
             **bias,
             **layer_fields,
         )
+        return ModelConfig(**fields)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
 

@@ -19,6 +19,7 @@ from jaxeval.models.attention import get_attention
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.kv_policy import attention_window, dense_kv, stored_kv, write_kv
 from jaxeval.models.context import mesh_attention, stripe_order
+from jaxeval.models.layer_stacks import layer_stacks
 from jaxeval.models.moe import sparse_moe
 from jaxeval.models.quant import dense_weight
 from jaxeval.models.param_layout import param, param_shapes
@@ -47,7 +48,8 @@ class Decoder(nnx.Module):
         self.final_norm = make("final_norm", shapes["final_norm"])
         if "lm_head" in shapes:
             self.lm_head = make("lm_head", shapes["lm_head"])
-        self.layers = nnx.Dict({k: make(k, s) for k, s in shapes["layers"].items()})
+        for stack in layer_stacks(config):  # "layers", and "dense_layers" before it where the model has two stacks
+            setattr(self, stack.name, nnx.Dict({k: make(k, s) for k, s in shapes[stack.name].items()}))
 
     def params(self) -> dict:
         """The parameters as a plain nested dict of arrays (what the pure functions take)."""
@@ -181,7 +183,8 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
 
 def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla", mesh=None,
                cache_sharded=True, rope: RopeTables | None = None):
-    """Scan the stacked layers. cache: (k, v) [L, B, S, KV, hd] or None.
+    """Scan the stacked layers, stack by stack (jaxeval.models.layer_stacks). cache: (k, v) [L, B, S, KV, hd]
+    or None.
 
     rope: RopeTables (inv_freq [L, R/2], scale [L]) for the sequence being read, computed on the
     host (jaxeval.models.rope.rope_tables); None: the tables of a sequence of x's length.
@@ -199,12 +202,22 @@ def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backen
         x, positions = x[:, order], positions[order]
     x = constrain(x, mesh, "batch", "sequence", "hidden")
 
-    def body(x, xs):
-        lp, inv_freq, scale, window, layer_cache = xs
-        return layer_forward(lp, c, x, positions, (inv_freq, scale), window, layer_cache, start, backend, mesh,
-                             cache_sharded)
+    def scan_stack(x, stack):
+        def body(x, xs):
+            lp, inv_freq, scale, window, layer_cache = xs
+            return layer_forward(lp, stack.config, x, positions, (inv_freq, scale), window, layer_cache, start,
+                                 backend, mesh, cache_sharded)
 
-    x, new_kv = jax.lax.scan(body, x, (params["layers"], rope.inv_freq, rope.scale, windows, cache))
+        rows = (lambda a: a) if stack.count == c.num_layers else (lambda a: a[stack.rows])
+        stack_cache = None if cache is None else jax.tree.map(rows, cache)
+        return jax.lax.scan(body, x, (params[stack.name], rows(rope.inv_freq), rows(rope.scale), rows(windows),
+                                      stack_cache))
+
+    new_kv = []
+    for stack in layer_stacks(c):
+        x, kv = scan_stack(x, stack)
+        new_kv.append(kv)
+    new_kv = new_kv[0] if len(new_kv) == 1 else jax.tree.map(lambda *a: jnp.concatenate(a), *new_kv)
     if inverse is not None:
         x = x[:, inverse]
     return x, new_kv

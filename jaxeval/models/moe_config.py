@@ -1,7 +1,9 @@
 """config.json fields of the mixture-of-experts decoders (Qwen3-MoE), as transformers 5.x reads them.
 
 families.py calls in here for the model types in MOE_TYPES. The MoE block replaces each layer's MLP
-(jaxeval.models.moe: routing exactly as the family's router, dropless sorted dispatch).
+(jaxeval.models.moe: routing exactly as the family's router, dropless sorted dispatch), but in the layers
+mlp_only_layers or decoder_sparse_step leave dense (intermediate_size): those must be the first layers,
+which the decoder runs as a stack of their own (jaxeval.models.layer_stacks).
 """
 
 from __future__ import annotations
@@ -34,14 +36,20 @@ def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, An
     if not isinstance(dense_only, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense_only):
         raise ConfigError(f"{where}: field 'mlp_only_layers'={dense_only!r} must be a list of layer indices")
     dense = [i for i in range(num_layers) if i in dense_only or (i + 1) % step]
-    if dense:
-        field = "mlp_only_layers" if any(i in dense_only for i in dense) else "decoder_sparse_step"
-        raise ConfigError(f"{where}: field {field!r} makes layer {dense[0]} a dense MLP layer; jaxeval runs "
-                          "Qwen3-MoE models whose every layer is sparse")
+    if dense != list(range(len(dense))):  # the decoder runs dense layers as a first stack (jaxeval.models.layer_stacks)
+        gap = next(i for i in range(num_layers) if i not in dense)
+        late = next(i for i in dense if i > gap)
+        field = "mlp_only_layers" if late in dense_only else "decoder_sparse_step"
+        raise ConfigError(f"{where}: field {field!r} makes layer {late} a dense MLP layer "
+                          f"after the sparse layer {gap}; jaxeval runs Qwen3-MoE models whose dense layers, if any, "
+                          "are the first ones")
     if raw.get("hidden_act", "silu") != "silu":
         raise ConfigError(f"{where}: field 'hidden_act'={raw.get('hidden_act')!r} is not supported for the experts "
                           "(silu only)")
     norm = raw.get("norm_topk_prob", False)
     if not isinstance(norm, bool):
         raise ConfigError(f"{where}: field 'norm_topk_prob'={norm!r} must be true or false")
-    return {"moe": MoESpec("qwen3_moe", experts, top_k, norm), "moe_intermediate_size": width}
+    if len(dense) == num_layers:  # no sparse layer at all: a dense model
+        return {}
+    return {"moe": MoESpec("qwen3_moe", experts, top_k, norm), "moe_intermediate_size": width,
+            "dense_layers": len(dense)}

@@ -16,6 +16,9 @@ Sizes (L layers, D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab):
            optional: bq [L, H, hd], bk, bv [L, KV, hd]; q_norm, k_norm [L, hd] (per head) or
            q_norm_heads [L, H, hd], k_norm_heads [L, KV, hd] (over all heads, OLMo 2/3);
            post_attn_norm, post_mlp_norm [L, D] (on the attention / MLP outputs: Gemma, GLM-4, OLMo 2/3)
+           MoE: router [L, D, E], moe_gate/up [L, E, D, I], moe_down [L, E, I, D]
+A model of two layer stacks (jaxeval.models.layer_stacks) has "dense_layers" beside "layers", each with
+its own "layers" size; HF layer numbers count on from one stack to the next.
 HF linear weights are [out, in]; ours are [in..., out...] so the einsums read naturally.
 """
 
@@ -29,6 +32,7 @@ import numpy as np
 
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import hybrid_param_shapes, is_hybrid
+from jaxeval.models.layer_stacks import layer_stacks
 
 
 def axis_sizes(c: ModelConfig) -> dict[str, int]:
@@ -162,12 +166,15 @@ def shape_of(p: Param, c: ModelConfig) -> tuple[int, ...]:
 
 
 def param_shapes(c: ModelConfig) -> dict:
-    """Nested dict of shapes: {"embed", "final_norm", "layers": {...}, "lm_head" unless tied}; a hybrid's
-    (Qwen3.5) has "linear_layers" too (jaxeval.models.hybrid_layout)."""
+    """Nested dict of shapes: {"embed", "final_norm", "layers": {...}, "lm_head" unless tied}, and
+    "dense_layers" for a model of two layer stacks; a hybrid's (Qwen3.5) has "linear_layers" too
+    (jaxeval.models.hybrid_layout)."""
     if is_hybrid(c):
         return hybrid_param_shapes(c)
-    layers = {name: shape_of(p, c) for name, p in LAYERS.items() if p.when(c)}
-    shapes = {"embed": shape_of(TOP["embed"], c), "final_norm": shape_of(TOP["final_norm"], c), "layers": layers}
+    shapes = {"embed": shape_of(TOP["embed"], c), "final_norm": shape_of(TOP["final_norm"], c)}
+    for stack in layer_stacks(c):
+        shapes[stack.name] = {name: (stack.count, *shape_of(p, stack.config)[1:]) for name, p in LAYERS.items()
+                              if p.when(stack.config)}
     if TOP["lm_head"].when(c):
         shapes["lm_head"] = shape_of(TOP["lm_head"], c)
     return shapes
