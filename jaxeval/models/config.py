@@ -19,6 +19,7 @@ from jaxeval.models.families import (FULL, GEMMA3_TEXT_DEFAULTS, PARTIAL_ROTARY_
                                      PER_LAYER_TYPE_ROPE, SLIDING, SUPPORTED_MODEL_TYPES)
 from jaxeval.models.families import number as _number
 from jaxeval.models.gated_delta import GDNDims
+from jaxeval.models.mla import MLADims
 from jaxeval.models.moe import MoESpec
 
 
@@ -90,8 +91,12 @@ class ModelConfig:
     # mixture of experts (Qwen3-MoE): every layer's MLP is the routed experts' (jaxeval.models.moe)
     moe: MoESpec | None = None
     moe_intermediate_size: int = 0  # each expert's width
+    shared_expert_intermediate_size: int = 0  # DeepSeek-V3: the shared experts' width (moe width x n_shared_experts)
     # the first dense_layers layers have the dense MLP, the rest the MoE (jaxeval.models.layer_stacks)
     dense_layers: int = 0
+    # DeepSeek-V3's multi-head latent attention (jaxeval.models.mla): then num_kv_heads is 1 and head_dim the
+    # cached [k_rope, c_kv] width, rotary dims first
+    mla: MLADims | None = None
 
     def __post_init__(self):
         if len(self.layer_types) != self.num_layers:
@@ -152,6 +157,8 @@ class ModelConfig:
             d["linear_attention"] = GDNDims(**d["linear_attention"])
         if d.get("moe") is not None:
             d["moe"] = MoESpec(**d["moe"])
+        if d.get("mla") is not None:
+            d["mla"] = MLADims(**d["mla"])
         return cls(**d)
 
 
@@ -285,9 +292,8 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: d
             rotary_dim=rotary_dim,
             no_rope_layers=nope,
             **bias,
-            **layer_fields,
         )
-        return ModelConfig(**fields)
+        return ModelConfig(**fields | layer_fields)  # a family may replace the common reading (DeepSeek-V3's heads)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
 

@@ -20,6 +20,7 @@ from jaxeval.models.config import ModelConfig
 from jaxeval.models.kv_policy import attention_window, dense_kv, stored_kv, write_kv
 from jaxeval.models.context import mesh_attention, stripe_order
 from jaxeval.models.layer_stacks import layer_stacks
+from jaxeval.models.mla import LATENT_NORM_EPS, mla_output, mla_queries_keys
 from jaxeval.models.moe import sparse_moe
 from jaxeval.models.quant import dense_weight
 from jaxeval.models.param_layout import param, param_shapes
@@ -98,8 +99,15 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
     """x [B, T, D] -> q [B, T, H, hd], k, v [B, T, KV, hd]: normed, projected, biased, q/k-normed, rotated.
 
     positions int [T] (absolute); rope: this layer's (inv_freq float32 [R/2], scale float32 scalar).
+    Latent attention (c.mla): q [B, T, H, dr + r], k = v [B, T, 1, dr + r], the values being the keys
+    (jaxeval.models.mla).
     """
     h = _norm(c, x, lp["attn_norm"]) if c.pre_norm else x
+    if c.mla is not None:
+        q, k = mla_queries_keys(lp, c.mla, h, lambda x, w: rms_norm(x, w, LATENT_NORM_EPS, False))
+        cos, sin = rotary_cos_sin(positions, *rope)
+        q, k = apply_rope(q, cos, sin, c.rope_interleaved), apply_rope(k, cos, sin, c.rope_interleaved)
+        return q, k, k
     q = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wq"], h.dtype))
     k = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wk"], h.dtype))
     v = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wv"], h.dtype))
@@ -121,7 +129,10 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
 
 def layer_output(lp, c: ModelConfig, x, attn):
     """The rest of a layer after attention: x [B, T, D], attn [B, T, H, hd] -> x [B, T, D]."""
-    out = jnp.einsum("bthk,hkd->btd", attn, dense_weight(lp["wo"], attn.dtype))
+    if c.mla is not None:
+        out = mla_output(lp, c.mla, attn)
+    else:
+        out = jnp.einsum("bthk,hkd->btd", attn, dense_weight(lp["wo"], attn.dtype))
     if c.sandwich_norm:
         out = _norm(c, out, lp["post_attn_norm"])
     x = x + _scaled(out, c.residual_scale)
@@ -135,6 +146,9 @@ def mlp(lp, c: ModelConfig, h):
     """The feed-forward block on normed h [..., D]: the gated MLP, or the routed experts of a MoE (c.moe)."""
     if c.moe is not None:
         experts = {"router": lp["router"], "w_gate": lp["moe_gate"], "w_up": lp["moe_up"], "w_down": lp["moe_down"]}
+        if "moe_score_bias" in lp:  # DeepSeek-V3
+            experts |= {"score_bias": lp["moe_score_bias"], "shared_gate": lp["shared_gate"],
+                        "shared_up": lp["shared_up"], "shared_down": lp["shared_down"]}
         return sparse_moe(experts, c.moe, h)
     inner = _activation(c, h @ dense_weight(lp["w_gate"], h.dtype)) * (h @ dense_weight(lp["w_up"], h.dtype))
     return inner @ dense_weight(lp["w_down"], inner.dtype)
