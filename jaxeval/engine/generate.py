@@ -100,7 +100,8 @@ def _decode_row(params, cache_k, cache_v, token, position, rope, config, keep=No
                                                                                    (i, position, 0, 0)),
                                          cache, stored_kv(policy, new)) for cache, new in ((cache_k, k), (cache_v, v)))
         window, sinks = attention_window(policy, window)
-        attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, window, config.attention_scale,
+        values = cache_k if config.mla is not None else cache_v  # latent attention: the values are the keys
+        attn = decode_attention(q[0, 0], cache_k, values, i, position, window, config.attention_scale,
                                 config.attn_logit_softcap, keep=keep, **sinks)
         return (layer_output(lp, stack_config, x, attn[None, None]), cache_k, cache_v), None
 
@@ -288,9 +289,9 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
         check_no_mesh(config, mesh)
         cache = hybrid.new_cache(config, b, cache_len, dtype)
     else:
-        cache_shape = (b, config.num_layers, cache_len, config.num_kv_heads, config.head_dim)
-        cache = tuple(new_kv_cache(config.kv_cache, cache_shape, dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
-                      for _ in range(2))
+        cache = tuple(new_kv_cache(config.kv_cache, (b, config.num_layers, cache_len, config.num_kv_heads, width),
+                                   dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
+                      for width in (config.head_dim, config.value_dim))
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
         padded[0, :prompt.size] = prompt

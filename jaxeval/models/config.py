@@ -138,6 +138,11 @@ class ModelConfig:
         return self.query_scale or self.head_dim ** -0.5
 
     @property
+    def value_dim(self) -> int:
+        """Width of the cached values: head_dim, or 0 under latent attention (its values are the keys)."""
+        return 0 if self.mla is not None else self.head_dim
+
+    @property
     def layer_windows(self) -> tuple[int, ...]:
         """Per-layer sliding window (0 = unlimited); a query at q sees keys k with q - k < window."""
         return tuple(self.sliding_window or 0 if t == SLIDING else 0 for t in self.layer_types)

@@ -99,15 +99,15 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
     """x [B, T, D] -> q [B, T, H, hd], k, v [B, T, KV, hd]: normed, projected, biased, q/k-normed, rotated.
 
     positions int [T] (absolute); rope: this layer's (inv_freq float32 [R/2], scale float32 scalar).
-    Latent attention (c.mla): q [B, T, H, dr + r], k = v [B, T, 1, dr + r], the values being the keys
-    (jaxeval.models.mla).
+    Latent attention (c.mla): q [B, T, H, dr + r], k [B, T, 1, dr + r] and v empty [B, T, 1, 0], the values
+    being the keys (jaxeval.models.mla), so the value cache holds nothing.
     """
     h = _norm(c, x, lp["attn_norm"]) if c.pre_norm else x
     if c.mla is not None:
         q, k = mla_queries_keys(lp, c.mla, h, lambda x, w: rms_norm(x, w, LATENT_NORM_EPS, False))
         cos, sin = rotary_cos_sin(positions, *rope)
         q, k = apply_rope(q, cos, sin, c.rope_interleaved), apply_rope(k, cos, sin, c.rope_interleaved)
-        return q, k, k
+        return q, k, k[..., :0]
     q = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wq"], h.dtype))
     k = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wk"], h.dtype))
     v = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wv"], h.dtype))
@@ -173,19 +173,26 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
     int8 / fp8 KV cache, their QuantKV codes and scales: what the cache stores).
     """
     q, k, v = attention_inputs(lp, c, x, positions, rope)
+    latent = c.mla is not None  # the values are the keys; the value cache is empty (see attention_inputs)
     policy = getattr(c, "kv_cache", None)  # jaxeval.models.kv_policy; None: the exact cache
     k, v = stored_kv(policy, k), stored_kv(policy, v)  # an int8 / fp8 cache: the chunk's codes, before it attends
     attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
     if mesh is not None:  # (KV-cache policies are refused on a mesh at load)
         q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
-        attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale, c.attn_logit_softcap,
-                                    mesh, cache_sharded)
+        if latent:
+            attn, k, _ = mesh_attention(attend, q, k, k, None if cache is None else (cache[0], cache[0]), start,
+                                        window, c.attention_scale, c.attn_logit_softcap, mesh, cache_sharded)
+        else:
+            attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale,
+                                        c.attn_logit_softcap, mesh, cache_sharded)
     else:
         if cache is None:
             keys, values, q_start = k, v, 0
         else:
             keys, values = write_kv(cache[0], k, start), write_kv(cache[1], v, start)
             q_start = start
+        if latent:
+            values = keys
         window, sinks = attention_window(policy, window)
         attn = attend(q, dense_kv(keys, q.dtype), dense_kv(values, q.dtype), q_start, window, c.attention_scale,
                       c.attn_logit_softcap, **sinks)

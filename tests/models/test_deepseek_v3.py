@@ -79,9 +79,9 @@ def test_read_and_greedy_generation_match_transformers(reference):
     c = model.config
     assert c.rope_interleaved == torch_model.config.rope_interleave
     assert c.query_scale == pytest.approx(torch_model.model.layers[0].self_attn.scaling, rel=1e-12)
-    # the cache: one KV head of [k_rope, c_kv] per token
+    # the cache: one KV head of [k_rope, c_kv] per token, no values
     k, v = new_read_cache(c, 64, jnp.float32)
-    assert k.shape == v.shape == (3, 1, 64, 1, 8 + 16)
+    assert k.shape == (3, 1, 64, 1, 8 + 16) and v.shape == (3, 1, 64, 1, 0)
     positions = np.arange(1, len(ids))
     diff = np.abs(model.read(ids, positions, ids[positions]).logprobs - ref)
     print(f"deepseek_v3 {c.mla}: max |d log p| {diff.max():.2e} at {ids.size}")
@@ -105,7 +105,7 @@ def test_read_and_greedy_generation_match_transformers(reference):
 def test_config_fields():
     raw = {**CONFIG, "model_type": "deepseek_v3", "q_lora_rank": None}
     c = config_from_hf(raw)
-    assert (c.num_kv_heads, c.head_dim, c.rotary_dim, c.dense_layers) == (1, 24, 8, 1)
+    assert (c.num_kv_heads, c.head_dim, c.rotary_dim, c.value_dim, c.dense_layers) == (1, 24, 8, 0, 1)
     assert (c.moe.family, c.moe.n_group, c.moe.topk_group, c.moe.routed_scaling_factor) == ("deepseek_v3", 4, 2, 2.5)
     assert (c.moe_intermediate_size, c.shared_expert_intermediate_size) == (32, 64)
     assert config_from_hf({**raw, "first_k_dense_replace": 0}).dense_layers == 0
