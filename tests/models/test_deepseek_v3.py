@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -146,11 +147,27 @@ def test_compressed_cache_refuses_kv_policies():
         check_supported(from_flags("int8"), c, None, "chunked")
 
 
-@pytest.mark.parametrize("reference", [pytest.param("q_proj", marks=pytest.mark.slow), "q_lora"], indirect=True)
-def test_eight_devices_equal_one(reference):
-    """data x tensor x context = 2 x 2 x 2 simulated devices (a subprocess: JAX fixes its device count at start):
-    query heads and the latent projections' heads split over tensor, the one latent KV head replicated."""
+def test_quantized_weights_refused(reference, tmp_path):
+    """Quantized weights are held for the one-stack attention and MLP only: int8 at load and an FP8 checkpoint
+    (DeepSeek-V3's hub format) are refused before anything is read."""
     _, folder = reference
+    with pytest.raises(ConfigError, match="int8: quantized weights are not supported for model_type='deepseek_v3'"):
+        jaxeval.load_model(folder, dtype="float32", load_tokenizer=False, quantize="int8")
+    shutil.copytree(folder, tmp_path / "fp8")
+    raw = json.loads((folder / "config.json").read_text())
+    raw["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128],
+                                  "activation_scheme": "dynamic"}
+    (tmp_path / "fp8" / "config.json").write_text(json.dumps(raw))
+    with pytest.raises(ConfigError, match="fp8: quantized weights are not supported"):
+        jaxeval.load_model(tmp_path / "fp8", dtype="float32", load_tokenizer=False)
+
+
+def test_eight_devices_equal_one(tmp_path):
+    """data x tensor x context = 2 x 2 x 2 simulated devices (a subprocess: JAX fixes its device count at start):
+    query heads and the latent projections' heads split over tensor, the one latent KV head replicated
+    (DeepSeek-V3's layout: q_lora_rank set, interleaved rope)."""
+    folder = tmp_path
+    build(folder, "q_lora", seed=2)
     script = f"""
 import json, numpy as np
 import jaxeval
