@@ -19,6 +19,7 @@ import jaxeval  # noqa: E402
 from jaxeval.engine.read import read  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
+from jaxeval.models.kv_policy import check_supported, from_flags  # noqa: E402
 
 TOL = 1e-4
 VOCAB = 256
@@ -80,7 +81,10 @@ def test_config_errors():
     assert (c.moe.num_experts, c.moe.top_k, c.moe_intermediate_size, c.moe.norm_topk_prob) == (8, 2, 32, False)
     assert config_from_hf({**raw, "num_experts": None, "num_local_experts": 6}).moe.num_experts == 6
     # dense first layers: a stack of their own (jaxeval.models.layer_stacks); every layer dense: no experts
-    assert config_from_hf({**raw, "mlp_only_layers": [0, 1]}).dense_layers == 2
+    two_stacks = config_from_hf({**raw, "mlp_only_layers": [0, 1]})
+    assert two_stacks.dense_layers == 2
+    with pytest.raises(ConfigError, match="kv_cache=snapkv.*first layers are dense"):  # its observation scans one stack
+        check_supported(from_flags("snapkv"), two_stacks, None, "chunked")
     assert config_from_hf({**raw, "mlp_only_layers": [0, 1, 2]}).moe is None
     with pytest.raises(ConfigError, match="'mlp_only_layers' makes layer 1 a dense MLP layer after the sparse layer 0"):
         config_from_hf({**raw, "mlp_only_layers": [1]})
