@@ -30,7 +30,7 @@ from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.mesh import make_mesh
 from jaxeval.models.gguf_quantized import LABEL as GGUF_BLOCKS, excluded, quantized_gguf_params
 from jaxeval.models.checkpoint_quant import folder_scheme, load_quantized_linears
-from jaxeval.models.quant import DEFAULT_GROUP, check_quantize, dequantize_tree, quantize_params
+from jaxeval.models.quant import DEFAULT_GROUP, check_quantizable, check_quantize, dequantize_tree, quantize_params
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -205,6 +205,8 @@ def _load_params(folder: Path, config: ModelConfig, dtype: str, source, targets,
         params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=targets)
         return _rounded(params, quantize, quant_group), quantize
     scheme = None if source is not None else folder_scheme(folder)  # GPTQ, AWQ, compressed-tensors, FP8
+    if scheme is not None or quantize or source is not None:
+        check_quantizable(config, f"{folder}: {scheme.method if scheme else quantize or 'GGUF'}")
     if targets is not None:
         if scheme is not None:
             raise ConfigError(f"{folder}: a {scheme.method} checkpoint on a mesh is not supported yet")

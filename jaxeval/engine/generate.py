@@ -37,6 +37,7 @@ from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
 from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers, sink_logits
 from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
+from jaxeval.models.layer_stacks import layer_stacks
 from jaxeval.models.kv_policy import attention_window, new_kv_cache, stored_kv
 from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, replicated, zeros
@@ -91,21 +92,27 @@ def _decode_row(params, cache_k, cache_v, token, position, rope, config, keep=No
     positions = position + jnp.arange(1)
     policy = config.kv_cache
 
-    def layer(carry, xs):
+    def layer(carry, xs, stack_config):
         x, cache_k, cache_v = carry
         lp, inv_freq, scale, window, i = xs
-        q, k, v = attention_inputs(lp, config, x, positions, (inv_freq, scale))  # [1, 1, H or KV, hd]
+        q, k, v = attention_inputs(lp, stack_config, x, positions, (inv_freq, scale))  # [1, 1, H or KV, hd]
         cache_k, cache_v = (jax.tree.map(lambda c, n: jax.lax.dynamic_update_slice(c, n.astype(c.dtype),
                                                                                    (i, position, 0, 0)),
                                          cache, stored_kv(policy, new)) for cache, new in ((cache_k, k), (cache_v, v)))
         window, sinks = attention_window(policy, window)
-        attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, window, config.attention_scale,
+        values = cache_k if config.mla is not None else cache_v  # latent attention: the values are the keys
+        attn = decode_attention(q[0, 0], cache_k, values, i, position, window, config.attention_scale,
                                 config.attn_logit_softcap, keep=keep, sink_logits=sink_logits(lp, config), **sinks)
-        return (layer_output(lp, config, x, attn[None, None]), cache_k, cache_v), None
+        return (layer_output(lp, stack_config, x, attn[None, None]), cache_k, cache_v), None
 
     x = embed_tokens(params, config, token[None, None])
-    xs = (params["layers"], rope.inv_freq, rope.scale, windows, jnp.arange(config.num_layers))
-    (x, cache_k, cache_v), _ = jax.lax.scan(layer, (x, cache_k, cache_v), xs)
+    carry = (x, cache_k, cache_v)
+    for stack in layer_stacks(config):  # the cache and the per-layer tables are indexed by the model's layer
+        rows = stack.rows
+        xs = (params[stack.name], rope.inv_freq[rows], rope.scale[rows], windows[rows],
+              jnp.arange(config.num_layers)[rows])
+        carry, _ = jax.lax.scan(functools.partial(layer, stack_config=stack.config), carry, xs)
+    x, cache_k, cache_v = carry
     return final_logits(params, config, x[0, 0]), cache_k, cache_v
 
 
@@ -282,9 +289,9 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
         check_no_mesh(config, mesh)
         cache = hybrid.new_cache(config, b, cache_len, dtype)
     else:
-        cache_shape = (b, config.num_layers, cache_len, config.num_kv_heads, config.head_dim)
-        cache = tuple(new_kv_cache(config.kv_cache, cache_shape, dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
-                      for _ in range(2))
+        cache = tuple(new_kv_cache(config.kv_cache, (b, config.num_layers, cache_len, config.num_kv_heads, width),
+                                   dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
+                      for width in (config.head_dim, config.value_dim))
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
         padded[0, :prompt.size] = prompt

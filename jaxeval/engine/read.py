@@ -85,9 +85,9 @@ def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None):
     if is_hybrid(config):
         check_no_mesh(config, mesh)
         return hybrid.new_cache(config, 1, bucket, dtype)
-    shape = (config.num_layers, 1, bucket, config.num_kv_heads, config.head_dim)
-    return tuple(new_kv_cache(config.kv_cache, shape, dtype, lambda s, d: zeros(s, d, mesh, READ_CACHE))
-                 for _ in range(2))
+    return tuple(new_kv_cache(config.kv_cache, (config.num_layers, 1, bucket, config.num_kv_heads, width), dtype,
+                              lambda s, d: zeros(s, d, mesh, READ_CACHE))
+                 for width in (config.head_dim, config.value_dim))  # latent attention: an empty value cache
 
 
 def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):

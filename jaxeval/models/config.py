@@ -19,6 +19,7 @@ from jaxeval.models.families import (FULL, GEMMA3_TEXT_DEFAULTS, PARTIAL_ROTARY_
                                      PER_LAYER_TYPE_ROPE, SLIDING, SUPPORTED_MODEL_TYPES)
 from jaxeval.models.families import number as _number
 from jaxeval.models.gated_delta import GDNDims
+from jaxeval.models.mla import MLADims
 from jaxeval.models.moe import MoESpec
 
 
@@ -92,6 +93,12 @@ class ModelConfig:
     # mixture of experts (Qwen3-MoE): every layer's MLP is the routed experts' (jaxeval.models.moe)
     moe: MoESpec | None = None
     moe_intermediate_size: int = 0  # each expert's width
+    shared_expert_intermediate_size: int = 0  # DeepSeek-V3: the shared experts' width (moe width x n_shared_experts)
+    # the first dense_layers layers have the dense MLP, the rest the MoE (jaxeval.models.layer_stacks)
+    dense_layers: int = 0
+    # DeepSeek-V3's multi-head latent attention (jaxeval.models.mla): then num_kv_heads is 1 and head_dim the
+    # cached [k_rope, c_kv] width, rotary dims first
+    mla: MLADims | None = None
 
     def __post_init__(self):
         if len(self.layer_types) != self.num_layers:
@@ -100,6 +107,8 @@ class ModelConfig:
             raise ConfigError(f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}")
         if self.rotary_dim == 0:
             object.__setattr__(self, "rotary_dim", self.head_dim)
+        if self.dense_layers and (self.moe is None or not 0 < self.dense_layers < self.num_layers):
+            raise ConfigError(f"dense_layers={self.dense_layers} needs a MoE model of more layers than that")
         if self.qk_norm_over_heads and not self.qk_norm:
             raise ConfigError("qk_norm_over_heads needs qk_norm")
         if self.rotary_dim % 2 or not 0 < self.rotary_dim <= self.head_dim:
@@ -131,6 +140,11 @@ class ModelConfig:
         return self.query_scale or self.head_dim ** -0.5
 
     @property
+    def value_dim(self) -> int:
+        """Width of the cached values: head_dim, or 0 under latent attention (its values are the keys)."""
+        return 0 if self.mla is not None else self.head_dim
+
+    @property
     def layer_windows(self) -> tuple[int, ...]:
         """Per-layer sliding window (0 = unlimited); a query at q sees keys k with q - k < window."""
         return tuple(self.sliding_window or 0 if t == SLIDING else 0 for t in self.layer_types)
@@ -150,6 +164,8 @@ class ModelConfig:
             d["linear_attention"] = GDNDims(**d["linear_attention"])
         if d.get("moe") is not None:
             d["moe"] = MoESpec(**d["moe"])
+        if d.get("mla") is not None:
+            d["mla"] = MLADims(**d["mla"])
         return cls(**d)
 
 
@@ -261,7 +277,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: d
     nope = families.no_rope_layers(raw, model_type, num_layers, where, layer_types)
     eps = _number(raw.get("rms_norm_eps", 1e-6), where, "rms_norm_eps")
     try:  # the dataclass's own checks (e.g. longrope factors vs the rotary dim) get the file's name too
-        return ModelConfig(
+        fields = dict(
             model_type=model_type,
             vocab_size=vocab_size,
             hidden_size=hidden,
@@ -283,8 +299,8 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: d
             rotary_dim=rotary_dim,
             no_rope_layers=nope,
             **bias,
-            **layer_fields,
         )
+        return ModelConfig(**fields | layer_fields)  # a family may replace the common reading (DeepSeek-V3's heads)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
 

@@ -19,6 +19,8 @@ from jaxeval.models.attention import get_attention
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.kv_policy import attention_window, dense_kv, stored_kv, write_kv
 from jaxeval.models.context import mesh_attention, stripe_order
+from jaxeval.models.layer_stacks import layer_stacks
+from jaxeval.models.mla import LATENT_NORM_EPS, mla_output, mla_queries_keys
 from jaxeval.models.moe import sparse_moe
 from jaxeval.models.quant import dense_weight
 from jaxeval.models.param_layout import param, param_shapes
@@ -47,7 +49,8 @@ class Decoder(nnx.Module):
         self.final_norm = make("final_norm", shapes["final_norm"])
         if "lm_head" in shapes:
             self.lm_head = make("lm_head", shapes["lm_head"])
-        self.layers = nnx.Dict({k: make(k, s) for k, s in shapes["layers"].items()})
+        for stack in layer_stacks(config):  # "layers", and "dense_layers" before it where the model has two stacks
+            setattr(self, stack.name, nnx.Dict({k: make(k, s) for k, s in shapes[stack.name].items()}))
 
     def params(self) -> dict:
         """The parameters as a plain nested dict of arrays (what the pure functions take)."""
@@ -96,8 +99,15 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
     """x [B, T, D] -> q [B, T, H, hd], k, v [B, T, KV, hd]: normed, projected, biased, q/k-normed, rotated.
 
     positions int [T] (absolute); rope: this layer's (inv_freq float32 [R/2], scale float32 scalar).
+    Latent attention (c.mla): q [B, T, H, dr + r], k [B, T, 1, dr + r] and v empty [B, T, 1, 0], the values
+    being the keys (jaxeval.models.mla), so the value cache holds nothing.
     """
     h = _norm(c, x, lp["attn_norm"]) if c.pre_norm else x
+    if c.mla is not None:
+        q, k = mla_queries_keys(lp, c.mla, h, lambda x, w: rms_norm(x, w, LATENT_NORM_EPS, False))
+        cos, sin = rotary_cos_sin(positions, *rope)
+        q, k = apply_rope(q, cos, sin, c.rope_interleaved), apply_rope(k, cos, sin, c.rope_interleaved)
+        return q, k, k[..., :0]
     q = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wq"], h.dtype))
     k = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wk"], h.dtype))
     v = jnp.einsum("btd,dhk->bthk", h, dense_weight(lp["wv"], h.dtype))
@@ -119,7 +129,10 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
 
 def layer_output(lp, c: ModelConfig, x, attn):
     """The rest of a layer after attention: x [B, T, D], attn [B, T, H, hd] -> x [B, T, D]."""
-    out = jnp.einsum("bthk,hkd->btd", attn, dense_weight(lp["wo"], attn.dtype))
+    if c.mla is not None:
+        out = mla_output(lp, c.mla, attn)
+    else:
+        out = jnp.einsum("bthk,hkd->btd", attn, dense_weight(lp["wo"], attn.dtype))
     if c.o_bias:
         out = out + lp["bo"]
     if c.sandwich_norm:
@@ -142,7 +155,9 @@ def mlp(lp, c: ModelConfig, h):
 
 # jaxeval.models.moe's names -> the layer's (the biases: gpt-oss only)
 _MOE_PARAMS = {"router": "router", "w_gate": "moe_gate", "w_up": "moe_up", "w_down": "moe_down",
-               "router_bias": "router_bias", "b_gate": "moe_gate_bias", "b_up": "moe_up_bias", "b_down": "moe_down_bias"}
+               "router_bias": "router_bias", "b_gate": "moe_gate_bias", "b_up": "moe_up_bias", "b_down": "moe_down_bias",
+               "score_bias": "moe_score_bias", "shared_gate": "shared_gate", "shared_up": "shared_up",  # DeepSeek-V3
+               "shared_down": "shared_down"}
 
 
 def sink_logits(lp, c: ModelConfig):
@@ -169,19 +184,26 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
     int8 / fp8 KV cache, their QuantKV codes and scales: what the cache stores).
     """
     q, k, v = attention_inputs(lp, c, x, positions, rope)
+    latent = c.mla is not None  # the values are the keys; the value cache is empty (see attention_inputs)
     policy = getattr(c, "kv_cache", None)  # jaxeval.models.kv_policy; None: the exact cache
     k, v = stored_kv(policy, k), stored_kv(policy, v)  # an int8 / fp8 cache: the chunk's codes, before it attends
     attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
     if mesh is not None:  # (KV-cache policies are refused on a mesh at load)
         q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
-        attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale, c.attn_logit_softcap,
-                                    mesh, cache_sharded, sink_logits(lp, c))
+        if latent:
+            attn, k, _ = mesh_attention(attend, q, k, k, None if cache is None else (cache[0], cache[0]), start,
+                                        window, c.attention_scale, c.attn_logit_softcap, mesh, cache_sharded)
+        else:
+            attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale,
+                                        c.attn_logit_softcap, mesh, cache_sharded, sink_logits(lp, c))
     else:
         if cache is None:
             keys, values, q_start = k, v, 0
         else:
             keys, values = write_kv(cache[0], k, start), write_kv(cache[1], v, start)
             q_start = start
+        if latent:
+            values = keys
         window, sinks = attention_window(policy, window)
         if c.attention_sinks:
             sinks["sink_logits"] = sink_logits(lp, c)
@@ -195,7 +217,8 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
 
 def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla", mesh=None,
                cache_sharded=True, rope: RopeTables | None = None):
-    """Scan the stacked layers. cache: (k, v) [L, B, S, KV, hd] or None.
+    """Scan the stacked layers, stack by stack (jaxeval.models.layer_stacks). cache: (k, v) [L, B, S, KV, hd]
+    or None.
 
     rope: RopeTables (inv_freq [L, R/2], scale [L]) for the sequence being read, computed on the
     host (jaxeval.models.rope.rope_tables); None: the tables of a sequence of x's length.
@@ -213,12 +236,22 @@ def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backen
         x, positions = x[:, order], positions[order]
     x = constrain(x, mesh, "batch", "sequence", "hidden")
 
-    def body(x, xs):
-        lp, inv_freq, scale, window, layer_cache = xs
-        return layer_forward(lp, c, x, positions, (inv_freq, scale), window, layer_cache, start, backend, mesh,
-                             cache_sharded)
+    def scan_stack(x, stack):
+        def body(x, xs):
+            lp, inv_freq, scale, window, layer_cache = xs
+            return layer_forward(lp, stack.config, x, positions, (inv_freq, scale), window, layer_cache, start,
+                                 backend, mesh, cache_sharded)
 
-    x, new_kv = jax.lax.scan(body, x, (params["layers"], rope.inv_freq, rope.scale, windows, cache))
+        rows = (lambda a: a) if stack.count == c.num_layers else (lambda a: a[stack.rows])
+        stack_cache = None if cache is None else jax.tree.map(rows, cache)
+        return jax.lax.scan(body, x, (params[stack.name], rows(rope.inv_freq), rows(rope.scale), rows(windows),
+                                      stack_cache))
+
+    new_kv = []
+    for stack in layer_stacks(c):
+        x, kv = scan_stack(x, stack)
+        new_kv.append(kv)
+    new_kv = new_kv[0] if len(new_kv) == 1 else jax.tree.map(lambda *a: jnp.concatenate(a), *new_kv)
     if inverse is not None:
         x = x[:, inverse]
     return x, new_kv

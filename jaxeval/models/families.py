@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from jaxeval.errors import ConfigError
-from jaxeval.models import hybrid_config, moe_config
+from jaxeval.models import deepseek_config, hybrid_config, moe_config
 
 FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention"  # LINEAR: Gated DeltaNet
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
                          "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3",
-                         "qwen3_5_text", "qwen3_moe", "mixtral", "gpt_oss")
+                         "qwen3_5_text", "qwen3_moe", "mixtral", "gpt_oss", "deepseek_v3")
 PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text")  # families whose attention rotates only part of each head
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
@@ -260,6 +260,8 @@ def family_fields(raw, model_type, hidden_size, where, rope) -> dict[str, Any]:
         fields |= hybrid_config.hybrid_fields(raw, where)
     if model_type in moe_config.MOE_TYPES:
         fields |= moe_config.moe_fields(raw, raw["num_hidden_layers"], where)
+    if model_type in deepseek_config.DEEPSEEK_TYPES:
+        fields |= deepseek_config.deepseek_fields(raw, rope, where)
     return fields
 
 

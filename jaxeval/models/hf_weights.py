@@ -18,8 +18,9 @@ from jaxeval.models import mxfp4
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.hybrid_weights import load_hybrid_params
-from jaxeval.models.param_layout import (TOP, fused_columns, fused_rows, hf_layout, hf_name, hf_shape, param_shapes,
-                                         to_ours)
+from jaxeval.models.layer_stacks import layer_stacks
+from jaxeval.models.param_layout import (TOP, fused_columns, fused_rows, hf_layout, hf_name, hf_shape, param,
+                                         param_shapes, to_ours)
 from jaxeval.models.safetensors_io import SafetensorsFolder
 
 # Text-model prefixes, tried in order (multimodal Gemma 3 keeps its text tower under language_model).
@@ -63,7 +64,9 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
     prefix = text_prefix(st)
     shapes = param_shapes(c)
     shapes = {name: shape for name, shape in shapes.items() if name not in exclude}
-    shapes["layers"] = {name: shape for name, shape in shapes["layers"].items() if name not in exclude}
+    stacks = layer_stacks(c)  # "layers", and "dense_layers" for the model's first layers where it has two stacks
+    for stack in stacks:
+        shapes[stack.name] = {name: shape for name, shape in shapes[stack.name].items() if name not in exclude}
 
     def fetch(tensor: str, expected: tuple[int, ...]) -> np.ndarray:
         w = _mxfp4(st, tensor) if tensor not in st and f"{tensor}_blocks" in st else st.get(tensor)
@@ -93,25 +96,28 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
         total, rows = fused
         return to_ours(name, fetch(where, (total, *expected[1:]))[rows], shape, c)
 
-    layer_views = {name: [layer_view(name, i, shape[1:]) for i in range(c.num_layers)]
-                   for name, shape in shapes["layers"].items()}  # per layer: views of the memory-mapped files
+    layer_views = {stack.name: {name: [layer_view(name, stack.first + i, shape[1:]) for i in range(stack.count)]
+                                for name, shape in shapes[stack.name].items()}
+                   for stack in stacks}  # per stack and layer: views of the memory-mapped files
 
     def top_block(name):
         return lambda index: np.asarray(views[name][tuple(index)], dtype=dtype)
 
-    def layer_block(name):
+    def layer_block(stack, name):
         def block(index):
             index = tuple(index)
-            layers = range(c.num_layers)[index[0]]
-            first = layer_views[name][layers[0]][index[1:]]
+            views = layer_views[stack.name][name]
+            layers = range(stack.count)[index[0]]
+            first = views[layers[0]][index[1:]]
             out = np.empty((len(layers), *first.shape), dtype=dtype)  # filled layer by layer: one copy at a time
             for row, i in enumerate(layers):
-                out[row] = layer_views[name][i][index[1:]]
+                out[row] = views[i][index[1:]]
             return out
         return block
 
     blocks = {name: (shapes[name], top_block(name)) for name in views}
-    blocks["layers"] = {name: (shape, layer_block(name)) for name, shape in shapes["layers"].items()}
+    for stack in stacks:
+        blocks[stack.name] = {name: (shape, layer_block(stack, name)) for name, shape in shapes[stack.name].items()}
 
     def build(shape, block, target):
         if target is None:
@@ -120,6 +126,7 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
 
     targets = shardings or {}
     params = {name: build(*blocks[name], targets.get(name)) for name in views}
-    params["layers"] = {name: build(*blocks["layers"][name], targets.get("layers", {}).get(name))
-                        for name in shapes["layers"]}
+    for stack in stacks:
+        params[stack.name] = {name: build(*blocks[stack.name][name], targets.get(stack.name, {}).get(name))
+                              for name in shapes[stack.name]}
     return params

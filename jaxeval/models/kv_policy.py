@@ -120,6 +120,12 @@ def check_supported(policy: KVPolicy | None, config, mesh, attention: str) -> No
     if config.linear_attention is not None:
         raise ConfigError(f"kv_cache={policy.label}: not supported for hybrid models ({config.model_type}: Gated "
                           "DeltaNet layers hold no KV cache); use the exact cache")
+    if getattr(config, "mla", None) is not None:
+        raise ConfigError(f"kv_cache={policy.label}: not supported for model_type={config.model_type!r} (its cache "
+                          "is the compressed latent of multi-head latent attention); use the exact cache")
+    if policy.kind == "snapkv" and getattr(config, "dense_layers", 0):
+        raise ConfigError(f"kv_cache={policy.label}: not supported for a model whose first layers are dense "
+                          f"(model_type={config.model_type!r}: two layer stacks); use another policy")
     if mesh is not None:
         raise ConfigError(f"kv_cache={policy.label}: not supported on a device mesh yet; run on one device")
     if policy.kind == "streaming" and attention not in MASK_BACKENDS:

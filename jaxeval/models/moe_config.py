@@ -4,7 +4,8 @@ families.py calls in here for the model types in MOE_TYPES. The MoE block replac
 (jaxeval.models.moe: routing exactly as the family's router, dropless sorted dispatch).
 
 Qwen3-MoE: num_experts (v5 saves num_local_experts), num_experts_per_tok, moe_intermediate_size,
-norm_topk_prob; every layer sparse (decoder_sparse_step 1, no mlp_only_layers).
+norm_topk_prob; the layers mlp_only_layers or decoder_sparse_step leave dense (intermediate_size) must
+be the first ones, which the decoder runs as a stack of their own (jaxeval.models.layer_stacks).
 Mixtral: num_local_experts (default 8), num_experts_per_tok (2), the experts' width is
 intermediate_size; the router always renormalises its top-k.
 gpt-oss: num_local_experts (128), num_experts_per_tok (4), width intermediate_size, the clamped SwiGLU's
@@ -75,11 +76,17 @@ def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, An
     if not isinstance(dense_only, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense_only):
         raise ConfigError(f"{where}: field 'mlp_only_layers'={dense_only!r} must be a list of layer indices")
     dense = [i for i in range(num_layers) if i in dense_only or (i + 1) % step]
-    if dense:
-        field = "mlp_only_layers" if any(i in dense_only for i in dense) else "decoder_sparse_step"
-        raise ConfigError(f"{where}: field {field!r} makes layer {dense[0]} a dense MLP layer; jaxeval runs "
-                          "Qwen3-MoE models whose every layer is sparse")
+    if dense != list(range(len(dense))):  # the decoder runs dense layers as a first stack (jaxeval.models.layer_stacks)
+        gap = next(i for i in range(num_layers) if i not in dense)
+        late = next(i for i in dense if i > gap)
+        field = "mlp_only_layers" if late in dense_only else "decoder_sparse_step"
+        raise ConfigError(f"{where}: field {field!r} makes layer {late} a dense MLP layer "
+                          f"after the sparse layer {gap}; jaxeval runs Qwen3-MoE models whose dense layers, if any, "
+                          "are the first ones")
     norm = raw.get("norm_topk_prob", False)
     if not isinstance(norm, bool):
         raise ConfigError(f"{where}: field 'norm_topk_prob'={norm!r} must be true or false")
-    return {"moe": MoESpec("qwen3_moe", experts, top_k, norm), "moe_intermediate_size": width}
+    if len(dense) == num_layers:  # no sparse layer at all: a dense model
+        return {}
+    return {"moe": MoESpec("qwen3_moe", experts, top_k, norm), "moe_intermediate_size": width,
+            "dense_layers": len(dense)}

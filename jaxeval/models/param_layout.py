@@ -19,6 +19,11 @@ Sizes (L layers, D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab):
            MoE (E experts, I expert width): router [L, D, E]; moe_gate, moe_up [L, E, D, I]; moe_down [L, E, I, D];
            gpt-oss also bo [L, D]; sinks [L, H]; router_bias [L, E]; moe_gate_bias, moe_up_bias [L, E, I];
            moe_down_bias [L, E, D]
+           MoE: router [L, D, E], moe_gate/up [L, E, D, I], moe_down [L, E, I, D]; DeepSeek-V3 also
+           moe_score_bias [L, E], shared_gate/up [L, D, Is], shared_down [L, Is, D]
+           DeepSeek-V3's latent attention in place of wq/wk/wv/wo: see jaxeval.models.mla
+A model of two layer stacks (jaxeval.models.layer_stacks) has "dense_layers" beside "layers", each with
+its own "layers" size; HF layer numbers count on from one stack to the next.
 HF linear weights are [out, in]; ours are [in..., out...] so the einsums read naturally.
 """
 
@@ -32,13 +37,23 @@ import numpy as np
 
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import hybrid_param_shapes, is_hybrid
+from jaxeval.models.layer_stacks import layer_stacks
 
 
 def axis_sizes(c: ModelConfig) -> dict[str, int]:
     """The size of each logical parameter axis for config c."""
     return {"layers": c.num_layers, "vocab": c.vocab_size, "embed": c.hidden_size, "norm": c.hidden_size,
             "heads": c.num_heads, "kv_heads": c.num_kv_heads, "head_dim": c.head_dim, "mlp": c.intermediate_size,
-            "experts": c.moe.num_experts if c.moe else 0, "moe_mlp": c.moe_intermediate_size}
+            "experts": c.moe.num_experts if c.moe else 0, "moe_mlp": c.moe_intermediate_size,
+            "shared_mlp": c.shared_expert_intermediate_size, **_mla_sizes(c)}
+
+
+def _mla_sizes(c: ModelConfig) -> dict[str, int]:
+    d = c.mla
+    if d is None:
+        return {}
+    return {"q_lora": d.q_lora_rank, "kv_lora": d.kv_lora_rank, "kv_lora_rope": d.kv_lora_rank + d.qk_rope_head_dim,
+            "qk_dim": d.qk_head_dim, "kv_b_dim": d.qk_nope_head_dim + d.v_head_dim, "v_dim": d.v_head_dim}
 
 
 def _always(c: ModelConfig) -> bool:
@@ -120,6 +135,24 @@ def _sinks(c):
 
 def _expert_biases(c):
     return c.moe is not None and c.moe.family == "gpt_oss"
+def _shared_experts(c):
+    return c.moe is not None and c.moe.family == "deepseek_v3"
+
+
+def _qkv(c):
+    return c.mla is None
+
+
+def _mla_q(c):
+    return c.mla is not None and not c.mla.q_lora_rank
+
+
+def _mla_q_lora(c):
+    return c.mla is not None and bool(c.mla.q_lora_rank)
+
+
+def _mla(c):
+    return c.mla is not None
 
 
 # Where a family's norms sit: the same HF name means a different norm from one family to the next
@@ -135,10 +168,22 @@ TOP: dict[str, Param] = {
 
 # Stacked per-layer parameters, in the order param_shapes lists them (HF names under `layers.{i}.`).
 LAYERS: dict[str, Param] = {
-    "wq": Param(("layers", "embed", "heads", "head_dim"), "self_attn.q_proj.weight", "linear"),
-    "wk": Param(("layers", "embed", "kv_heads", "head_dim"), "self_attn.k_proj.weight", "linear"),
-    "wv": Param(("layers", "embed", "kv_heads", "head_dim"), "self_attn.v_proj.weight", "linear"),
-    "wo": Param(("layers", "heads", "head_dim", "embed"), "self_attn.o_proj.weight", "linear", inputs=2),
+    "wq": Param(("layers", "embed", "heads", "head_dim"), "self_attn.q_proj.weight", "linear", when=_qkv),
+    "wk": Param(("layers", "embed", "kv_heads", "head_dim"), "self_attn.k_proj.weight", "linear", when=_qkv),
+    "wv": Param(("layers", "embed", "kv_heads", "head_dim"), "self_attn.v_proj.weight", "linear", when=_qkv),
+    "wo": Param(("layers", "heads", "head_dim", "embed"), "self_attn.o_proj.weight", "linear", inputs=2, when=_qkv),
+    # DeepSeek-V3: multi-head latent attention (jaxeval.models.mla)
+    "mla_q": Param(("layers", "embed", "heads", "qk_dim"), "self_attn.q_proj.weight", "linear", when=_mla_q),
+    "mla_q_a": Param(("layers", "embed", "q_lora"), "self_attn.q_a_proj.weight", "linear", when=_mla_q_lora),
+    "mla_q_a_norm": Param(("layers", "q_lora"), "self_attn.q_a_layernorm.weight", init="norm", when=_mla_q_lora),
+    "mla_q_b": Param(("layers", "q_lora", "heads", "qk_dim"), "self_attn.q_b_proj.weight", "linear",
+                     when=_mla_q_lora),
+    "mla_kv_a": Param(("layers", "embed", "kv_lora_rope"), "self_attn.kv_a_proj_with_mqa.weight", "linear",
+                      when=_mla),
+    "mla_kv_a_norm": Param(("layers", "kv_lora"), "self_attn.kv_a_layernorm.weight", init="norm", when=_mla),
+    "mla_kv_b": Param(("layers", "kv_lora", "heads", "kv_b_dim"), "self_attn.kv_b_proj.weight", "linear",
+                      when=_mla),
+    "mla_o": Param(("layers", "heads", "v_dim", "embed"), "self_attn.o_proj.weight", "linear", inputs=2, when=_mla),
     "w_gate": Param(("layers", "embed", "mlp"), "mlp.gate_proj.weight", "linear", when=_dense_mlp),
     "w_up": Param(("layers", "embed", "mlp"), "mlp.up_proj.weight", "linear", when=_dense_mlp),
     "w_down": Param(("layers", "mlp", "embed"), "mlp.down_proj.weight", "linear", when=_dense_mlp),
@@ -165,6 +210,15 @@ LAYERS: dict[str, Param] = {
                            when=_expert_biases),
     "bo": Param(("layers", "norm"), "self_attn.o_proj.bias", init="zeros", when=_o_bias),
     "sinks": Param(("layers", "heads"), "self_attn.sinks", init="zeros", when=_sinks),
+    # DeepSeek-V3: the router's score correction bias and the shared experts
+    "moe_score_bias": Param(("layers", "experts"), "mlp.gate.e_score_correction_bias", init="zeros",
+                            when=_shared_experts),
+    "shared_gate": Param(("layers", "embed", "shared_mlp"), "mlp.shared_experts.gate_proj.weight", "linear",
+                         when=_shared_experts),
+    "shared_up": Param(("layers", "embed", "shared_mlp"), "mlp.shared_experts.up_proj.weight", "linear",
+                       when=_shared_experts),
+    "shared_down": Param(("layers", "shared_mlp", "embed"), "mlp.shared_experts.down_proj.weight", "linear",
+                         when=_shared_experts),
     "attn_norm": Param(("layers", "norm"), "input_layernorm.weight", init="norm", when=_pre_norm),
     "mlp_norm": Param(("layers", "norm"), "post_attention_layernorm.weight", init="norm", when=_pre_norm,
                       hf_family=_GEMMA_MLP_NORM),
@@ -197,12 +251,15 @@ def shape_of(p: Param, c: ModelConfig) -> tuple[int, ...]:
 
 
 def param_shapes(c: ModelConfig) -> dict:
-    """Nested dict of shapes: {"embed", "final_norm", "layers": {...}, "lm_head" unless tied}; a hybrid's
-    (Qwen3.5) has "linear_layers" too (jaxeval.models.hybrid_layout)."""
+    """Nested dict of shapes: {"embed", "final_norm", "layers": {...}, "lm_head" unless tied}, and
+    "dense_layers" for a model of two layer stacks; a hybrid's (Qwen3.5) has "linear_layers" too
+    (jaxeval.models.hybrid_layout)."""
     if is_hybrid(c):
         return hybrid_param_shapes(c)
-    layers = {name: shape_of(p, c) for name, p in LAYERS.items() if p.when(c)}
-    shapes = {"embed": shape_of(TOP["embed"], c), "final_norm": shape_of(TOP["final_norm"], c), "layers": layers}
+    shapes = {"embed": shape_of(TOP["embed"], c), "final_norm": shape_of(TOP["final_norm"], c)}
+    for stack in layer_stacks(c):
+        shapes[stack.name] = {name: (stack.count, *shape_of(p, stack.config)[1:]) for name, p in LAYERS.items()
+                              if p.when(stack.config)}
     if TOP["lm_head"].when(c):
         shapes["lm_head"] = shape_of(TOP["lm_head"], c)
     return shapes

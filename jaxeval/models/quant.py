@@ -188,6 +188,15 @@ def check_quantize(kind: str | None, group: int, mesh) -> str | None:
     return f"int4-g{group}" if kind == "int4" else kind
 
 
+def check_quantizable(config, what: str) -> None:
+    """Quantized weights (quantize=..., or a GPTQ / AWQ / compressed-tensors / FP8 / GGUF checkpoint) are held
+    for the "layers" stack's attention and MLP matmuls only: refused where the model has more (latent attention,
+    dense first layers)."""
+    if config.mla is not None or config.dense_layers:
+        raise ConfigError(f"{what}: quantized weights are not supported for model_type={config.model_type!r} yet "
+                          "(latent attention / dense first layers); load a float (e.g. bfloat16) checkpoint")
+
+
 def quantize_params(params: dict, kind: str, group: int = DEFAULT_GROUP) -> dict:
     """The decoder's parameter dict with every matmul weight quantized (embeddings and norms kept).
 

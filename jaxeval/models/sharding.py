@@ -35,6 +35,9 @@ RULES: dict[str, tuple[str, ...]] = {
     "mlp": ("tensor",),
     "experts": (),  # MoE experts: each one whole on every device for now; their width split like the MLP's
     "moe_mlp": ("tensor",),
+    "shared_mlp": ("tensor",),  # DeepSeek-V3's shared experts
+    # DeepSeek-V3's latent attention: the low ranks whole, heads split as any heads (jaxeval.models.mla)
+    "q_lora": (), "kv_lora": (), "kv_lora_rope": (), "qk_dim": (), "kv_b_dim": (), "v_dim": (),
     "layers": (),
     "norm": (),
     # activations and logits

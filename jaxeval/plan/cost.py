@@ -99,8 +99,10 @@ def _quantized_bytes(name: str, shape: tuple, kind: str, group: int) -> int:
 
 
 def kv_bytes(config, rows: int, length: int, dtype: str) -> int:
-    """K and V of every layer for `rows` sequences of `length` cache positions."""
-    return 2 * config.num_layers * rows * length * config.num_kv_heads * config.head_dim * itemsize(dtype)
+    """K and V of every layer for `rows` sequences of `length` cache positions (latent attention: its
+    [k_rope, c_kv] keys only, the value cache being empty)."""
+    width = config.head_dim + config.value_dim
+    return config.num_layers * rows * length * config.num_kv_heads * width * itemsize(dtype)
 
 
 def per_chip(weights: int, kv: int, mesh: dict) -> int:

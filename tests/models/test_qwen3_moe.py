@@ -19,6 +19,7 @@ import jaxeval  # noqa: E402
 from jaxeval.engine.read import read  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
+from jaxeval.models.kv_policy import check_supported, from_flags  # noqa: E402
 
 TOL = 1e-4
 VOCAB = 256
@@ -79,12 +80,42 @@ def test_config_errors():
     c = config_from_hf(raw)
     assert (c.moe.num_experts, c.moe.top_k, c.moe_intermediate_size, c.moe.norm_topk_prob) == (8, 2, 32, False)
     assert config_from_hf({**raw, "num_experts": None, "num_local_experts": 6}).moe.num_experts == 6
-    with pytest.raises(ConfigError, match="'mlp_only_layers' makes layer 1 a dense MLP layer"):
+    # dense first layers: a stack of their own (jaxeval.models.layer_stacks); every layer dense: no experts
+    two_stacks = config_from_hf({**raw, "mlp_only_layers": [0, 1]})
+    assert two_stacks.dense_layers == 2
+    with pytest.raises(ConfigError, match="kv_cache=snapkv.*first layers are dense"):  # its observation scans one stack
+        check_supported(from_flags("snapkv"), two_stacks, None, "chunked")
+    assert config_from_hf({**raw, "mlp_only_layers": [0, 1, 2]}).moe is None
+    with pytest.raises(ConfigError, match="'mlp_only_layers' makes layer 1 a dense MLP layer after the sparse layer 0"):
         config_from_hf({**raw, "mlp_only_layers": [1]})
-    with pytest.raises(ConfigError, match="'decoder_sparse_step' makes layer 0 a dense"):
+    with pytest.raises(ConfigError, match="'decoder_sparse_step' makes layer 2 a dense MLP layer after the sparse "
+                                          "layer 1"):
         config_from_hf({**raw, "decoder_sparse_step": 2})
     with pytest.raises(ConfigError, match="'num_experts_per_tok'=9 exceeds"):
         config_from_hf({**raw, "num_experts_per_tok": 9})
+
+
+def test_dense_first_layers_match_transformers(tmp_path):
+    """mlp_only_layers=[0]: layer 0 keeps Qwen3MoeMLP (intermediate_size), layers 1-2 the experts."""
+    config = transformers.Qwen3MoeConfig(**CONFIG, norm_topk_prob=True, mlp_only_layers=[0])
+    torch.manual_seed(0)
+    torch_model = perturb(transformers.Qwen3MoeForCausalLM(config), seed=2)
+    torch_model.save_pretrained(tmp_path)
+    ids = np.random.default_rng(1).integers(3, VOCAB, 512)
+    with torch.no_grad():
+        logits = torch_model(torch.as_tensor(ids)[None]).logits[0, :-1]
+    ref = torch.log_softmax(logits, -1).gather(-1, torch.as_tensor(ids[1:])[:, None])[:, 0].numpy()
+    model = jaxeval.load_model(tmp_path, dtype="float32", load_tokenizer=False, prefill_chunk=256)
+    assert model.config.dense_layers == 1 and set(model.module.params()) >= {"dense_layers", "layers"}
+    positions = np.arange(1, len(ids))
+    diff = np.abs(model.read(ids, positions, ids[positions]).logprobs - ref)
+    print(f"qwen3_moe mlp_only_layers=[0]: max |d log p| {diff.max():.2e} at 512")
+    assert diff.max() <= TOL
+    out = model.generate([ids[:100].tolist()], max_new_tokens=12)[0]
+    with torch.no_grad():
+        want = torch_model.generate(torch.as_tensor(ids[:100])[None], max_new_tokens=12, do_sample=False,
+                                    pad_token_id=0)[0, 100:].tolist()
+    assert out.tokens == want
 
 
 def test_eight_devices_equal_one(reference):
