@@ -10,6 +10,9 @@ linear layers; D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab; Hk, 
   linear_layers/: wq, wk [Ll, D, Hk, dk]; wv, wz [Ll, D, Hv, dv]; wb, wa [Ll, D, Hv];
            conv_q, conv_k [Ll, K, Hk, dk]; conv_v [Ll, K, Hv, dv]; a_log, dt_bias [Ll, Hv]; norm [Ll, dv];
            wo [Ll, Hv, dv, D]; attn_norm, mlp_norm [Ll, D]; w_gate, w_up [Ll, D, F]; w_down [Ll, F, D]
+  Qwen3.5-MoE (c.moe) adds to both stacks, L = Lf or Ll (E experts of width I; jaxeval.models.moe):
+           router [L, D, E]; moe_gate, moe_up [L, E, D, I]; moe_down [L, E, I, D]; shared_router [L, D];
+           w_gate, w_up, w_down are then its shared expert (F = shared_expert_intermediate_size).
 
 Scan: the layer pattern repeats with the smallest period p that divides the depth (Qwen3.5: three
 linear layers and one full, p = 4), so the decoder scans L / p groups of p unrolled layers: compile
@@ -72,8 +75,13 @@ def hybrid_param_shapes(c: ModelConfig) -> dict:
     d = c.linear_attention
     Hk, Hv, dk, dv, K = d.num_k_heads, d.num_v_heads, d.head_k_dim, d.head_v_dim, d.conv_kernel
 
-    def block(L):  # the pre norms and the MLP every layer has
-        return {"attn_norm": (L, D), "mlp_norm": (L, D), "w_gate": (L, D, F), "w_up": (L, D, F), "w_down": (L, F, D)}
+    def block(L):  # the pre norms and the MLP every layer has (a MoE's: its shared expert, and the experts)
+        out = {"attn_norm": (L, D), "mlp_norm": (L, D), "w_gate": (L, D, F), "w_up": (L, D, F), "w_down": (L, F, D)}
+        if c.moe is not None:
+            E, I = c.moe.num_experts, c.moe_intermediate_size
+            out |= {"router": (L, D, E), "moe_gate": (L, E, D, I), "moe_up": (L, E, D, I), "moe_down": (L, E, I, D),
+                    "shared_router": (L, D)}
+        return out
 
     full = {"wq": (Lf, D, H, hd), "wq_gate": (Lf, D, H, hd), "wk": (Lf, D, KV, hd), "wv": (Lf, D, KV, hd),
             "wo": (Lf, H, hd, D), "q_norm": (Lf, hd), "k_norm": (Lf, hd), **block(Lf)}

@@ -1,7 +1,9 @@
-"""config.json fields of the mixture-of-experts decoders (Qwen3-MoE), as transformers 5.x reads them.
+"""config.json fields of the mixture-of-experts decoders (Qwen3-MoE, Qwen3.5-MoE), as transformers 5.x reads them.
 
 families.py calls in here for the model types in MOE_TYPES. The MoE block replaces each layer's MLP
-(jaxeval.models.moe: routing exactly as the family's router, dropless sorted dispatch).
+(jaxeval.models.moe: routing exactly as the family's router, dropless sorted dispatch). Qwen3.5-MoE
+(SHARED_EXPERT_TYPES) adds the sigmoid-gated shared expert, a gated MLP of shared_expert_intermediate_size
+that every token runs: it is the layer's dense MLP (ModelConfig.intermediate_size, w_gate/w_up/w_down).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from typing import Any
 from jaxeval.errors import ConfigError
 from jaxeval.models.moe import MoESpec
 
-MOE_TYPES = ("qwen3_moe",)
+MOE_TYPES = ("qwen3_moe", "qwen3_5_moe_text")
+SHARED_EXPERT_TYPES = ("qwen3_5_moe_text",)
 
 
 def _positive(raw, key, where, value=None) -> int:
@@ -22,7 +25,9 @@ def _positive(raw, key, where, value=None) -> int:
 
 
 def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, Any]:
-    """ModelConfig fields of a Qwen3-MoE: the routing (MoESpec) and the experts' width."""
+    """ModelConfig fields of a MoE: the routing (MoESpec) and the experts' width."""
+    if raw.get("model_type") in SHARED_EXPERT_TYPES:
+        return _qwen3_5_moe_fields(raw, where)
     key = "num_experts" if raw.get("num_experts") is not None else "num_local_experts"  # v5 saves the latter
     experts = _positive(raw, key, where, raw.get(key, 128))
     top_k = _positive(raw, "num_experts_per_tok", where, raw.get("num_experts_per_tok", 8))
@@ -45,3 +50,19 @@ def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, An
     if not isinstance(norm, bool):
         raise ConfigError(f"{where}: field 'norm_topk_prob'={norm!r} must be true or false")
     return {"moe": MoESpec("qwen3_moe", experts, top_k, norm), "moe_intermediate_size": width}
+
+
+def _qwen3_5_moe_fields(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """Qwen3_5MoeTextConfig: every layer sparse (no decoder_sparse_step or mlp_only_layers), its router always
+    renormalises the top-k probabilities (no norm_topk_prob), and the shared expert's width is checked here
+    (families.with_class_defaults made it intermediate_size)."""
+    experts = _positive(raw, "num_experts", where)
+    top_k = _positive(raw, "num_experts_per_tok", where)
+    if top_k > experts:
+        raise ConfigError(f"{where}: field 'num_experts_per_tok'={top_k} exceeds num_experts={experts}")
+    width = _positive(raw, "moe_intermediate_size", where)
+    _positive(raw, "shared_expert_intermediate_size", where)
+    if raw.get("hidden_act", "silu") != "silu":
+        raise ConfigError(f"{where}: field 'hidden_act'={raw.get('hidden_act')!r} is not supported for the experts "
+                          "(silu only)")
+    return {"moe": MoESpec("qwen3_5_moe", experts, top_k), "moe_intermediate_size": width}
