@@ -95,8 +95,48 @@ def hybrid_param_shapes(c: ModelConfig) -> dict:
     return shapes
 
 
-def check_no_mesh(c: ModelConfig, mesh) -> None:
-    """Hybrids run on one device: their Gated DeltaNet layers have no sharding rules yet."""
-    if is_hybrid(c) and mesh is not None and mesh.devices.size > 1:
-        raise MeshError(f"model_type={c.model_type!r} (Gated DeltaNet layers) runs on one device only; "
-                        "load it without a mesh")
+# Logical axes (jaxeval.models.sharding.RULES) of each parameter, per stack: heads and GDN heads over
+# `tensor`, the MLP's and the experts' width over `tensor`, embed over `fsdp`.
+_BLOCK_AXES = {"attn_norm": ("layers", "norm"), "mlp_norm": ("layers", "norm"), "w_gate": ("layers", "embed", "mlp"),
+               "w_up": ("layers", "embed", "mlp"), "w_down": ("layers", "mlp", "embed"),
+               "router": ("layers", "embed", "experts"), "moe_gate": ("layers", "experts", "embed", "moe_mlp"),
+               "moe_up": ("layers", "experts", "embed", "moe_mlp"), "moe_down": ("layers", "experts", "moe_mlp", "embed"),
+               "shared_router": ("layers", "embed")}
+_FULL_AXES = {"wq": ("layers", "embed", "heads", "head_dim"), "wq_gate": ("layers", "embed", "heads", "head_dim"),
+              "wk": ("layers", "embed", "kv_heads", "head_dim"), "wv": ("layers", "embed", "kv_heads", "head_dim"),
+              "wo": ("layers", "heads", "head_dim", "embed"), "q_norm": ("layers", "head_dim"),
+              "k_norm": ("layers", "head_dim"), **_BLOCK_AXES}
+_LINEAR_AXES = {"wq": ("layers", "embed", "gdn_k_heads", "head_dim"), "wk": ("layers", "embed", "gdn_k_heads", "head_dim"),
+                "wv": ("layers", "embed", "gdn_v_heads", "head_dim"), "wz": ("layers", "embed", "gdn_v_heads", "head_dim"),
+                "wb": ("layers", "embed", "gdn_v_heads"), "wa": ("layers", "embed", "gdn_v_heads"),
+                "conv_q": ("layers", "conv_taps", "gdn_k_heads", "head_dim"),
+                "conv_k": ("layers", "conv_taps", "gdn_k_heads", "head_dim"),
+                "conv_v": ("layers", "conv_taps", "gdn_v_heads", "head_dim"), "a_log": ("layers", "gdn_v_heads"),
+                "dt_bias": ("layers", "gdn_v_heads"), "norm": ("layers", "head_dim"),
+                "wo": ("layers", "gdn_v_heads", "head_dim", "embed"), **_BLOCK_AXES}
+# The cache (jaxeval.models.hybrid.HybridCache): K/V [Lf, B, S, KV, hd] kept whole along the sequence;
+# GDN states conv_q, conv_k [Ll, B, K-1, Hk, dk], conv_v [Ll, B, K-1, Hv, dv], recurrent [Ll, B, Hv, dk, dv].
+KV_CACHE_AXES = ("layers", "cache_batch", "decode_sequence", "cache_kv_heads", "head_dim")
+CONV_K_AXES = ("layers", "cache_batch", "conv_taps", "gdn_k_heads", "head_dim")
+CONV_V_AXES = ("layers", "cache_batch", "conv_taps", "gdn_v_heads", "head_dim")
+RECURRENT_AXES = ("layers", "cache_batch", "gdn_v_heads", "head_dim", "head_dim")
+
+
+def hybrid_param_axes(c: ModelConfig) -> dict:
+    """Nested dict of logical axes, matching hybrid_param_shapes(c)."""
+    shapes = hybrid_param_shapes(c)
+    top = {"embed": ("vocab", "embed"), "final_norm": ("norm",), "lm_head": ("embed", "vocab")}
+    return {**{k: top[k] for k in shapes if k in top}, "layers": {k: _FULL_AXES[k] for k in shapes["layers"]},
+            "linear_layers": {k: _LINEAR_AXES[k] for k in shapes["linear_layers"]}}
+
+
+def check_hybrid_mesh(c: ModelConfig, mesh) -> None:
+    """Hybrids shard over data, fsdp and tensor (heads, GDN heads, MLP and expert widths), never over context:
+    a Gated DeltaNet layer's state runs through the sequence in order, so a chunk's tokens cannot be split."""
+    if not is_hybrid(c) or mesh is None:
+        return
+    context = int(mesh.shape["context"]) if "context" in mesh.shape else 1
+    if context > 1:
+        raise MeshError(f"model_type={c.model_type!r} (Gated DeltaNet layers) does not run context-parallel: "
+                        f"its recurrent state runs through the sequence in order; use a mesh with context=1 "
+                        f"(data, fsdp, tensor), not context={context}")
