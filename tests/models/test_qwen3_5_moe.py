@@ -48,21 +48,47 @@ def model(reference):
     return jaxeval.load_model(reference[1], dtype="float32", load_tokenizer=False, prefill_chunk=512)
 
 
+def reference_with_router_margins(model, ids):
+    """(log p(ids[t]) after ids[:t] from one transformers forward, per input token the smallest gap over layers
+    between the k-th and the (k+1)-th routing probability of transformers' router)."""
+    k, gaps = model.config.num_experts_per_tok, []
+
+    def hook(module, inputs, outputs):
+        top = torch.topk(torch.softmax(outputs[0].float(), -1), k + 1, dim=-1).values
+        gaps.append((top[:, k - 1] - top[:, k]).numpy())
+
+    handles = [layer.mlp.gate.register_forward_hook(hook) for layer in model.model.layers]
+    try:
+        ref = reference_logprobs(model, ids)
+    finally:
+        for h in handles:
+            h.remove()
+    return ref, np.min(np.stack(gaps), axis=0)
+
+
 @pytest.mark.parametrize("length", [2048, pytest.param(4096, marks=pytest.mark.long),
                                     pytest.param(16384, marks=pytest.mark.long)])
 def test_read_matches_transformers(reference, length):
     """Every position of a long read in four (2k, 4k) or eight (16k) prefill chunks, against one transformers
-    forward; the control routes without renormalising and without the shared expert (Qwen3-MoE's router)."""
+    forward; the control routes without renormalising and without the shared expert (Qwen3-MoE's router).
+
+    A token whose k-th and (k+1)-th routing probabilities tie (gap < 1e-6: 1 token of the 2k text, 2 of the 4k,
+    1 of the 16k, an exact tie at token 11527) may take either expert, as tie-breaking decides: its prediction
+    is left out, and counted."""
     torch_model, folder = reference
     ids = np.random.default_rng(length).integers(3, VOCAB, length)
-    ref = reference_logprobs(torch_model, ids)
+    ref, gaps = reference_with_router_margins(torch_model, ids)
     model = jaxeval.load_model(folder, dtype="float32", load_tokenizer=False, prefill_chunk=min(2048, length // 4))
     assert (model.config.moe.family, model.config.moe.num_experts, model.config.intermediate_size) == \
         ("qwen3_5_moe", 8, 48)
     diff = np.abs(every_position(model, ids) - ref)
-    print(f"qwen3_5_moe {length}: max |d log p| {diff.max():.2e} (past {length // 2}: {diff[length // 2:].max():.2e})")
-    assert diff.max() <= TOL
-    if length == 2048:
+    tie = gaps[:-1] < 1e-6  # diff[t] predicts ids[t + 1] from the states of tokens .. t
+    print(f"qwen3_5_moe {length}: max |d log p| {diff[~tie].max():.2e} (past {length // 2}: "
+          f"{diff[length // 2:][~tie[length // 2:]].max():.2e}); {tie.sum()} routing ties left out, "
+          f"max there {diff[tie].max() if tie.any() else 0:.2e}")
+    assert tie.sum() <= 2 and diff[~tie].max() <= TOL
+    if length == 2048:  # its one near-tie (gap < 1e-6) routes as transformers': every position within TOL
+        assert diff.max() <= TOL
         other = dataclasses.replace(model.config, moe=dataclasses.replace(model.config.moe, family="qwen3_moe",
                                                                           norm_topk_prob=False))
         positions = np.arange(1, 512)
