@@ -43,4 +43,5 @@ def decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_
     if suppress is not None:
         logits = logits + suppress
     tokens = constrain(choose_tokens(logits, keys, positions, temperature, top_p), mesh, "read_rows")
-    return tokens, constrain(positions + 1, mesh, "read_rows"), hybrid.constrain_cache(hybrid.HybridCache(k, v, states), mesh)
+    cache = hybrid.constrain_cache(hybrid.HybridCache(k, v, states), mesh)
+    return tokens, constrain(positions + 1, mesh, "read_rows"), cache

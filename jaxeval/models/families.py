@@ -18,7 +18,8 @@ FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
                          "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3",
                          "qwen3_5_text", "qwen3_moe", "qwen3_5_moe_text")
-PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text", "qwen3_5_moe_text")  # families whose attention rotates only part of each head
+# families whose attention rotates only part of each head
+PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text", "qwen3_5_moe_text")
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
 # transformers' Gemma3TextConfig defaults. The hub's multimodal Gemma 3 config.json files (model_type
