@@ -25,7 +25,7 @@ from jaxeval.models.decoder import Decoder
 from jaxeval.models.hybrid import HybridDecoder
 from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.kv_policy import KVPolicy, check_policy, check_supported, from_flags
-from jaxeval.models.param_layout import param_shapes
+from jaxeval.models.param_layout import param_axes, param_shapes
 from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.mesh import make_mesh
 from jaxeval.models.gguf_quantized import LABEL as GGUF_BLOCKS, excluded, quantized_gguf_params
@@ -176,9 +176,10 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     kv_label = policy.label if policy else None
     targets = None
     if mesh is not None:
-        mesh = make_mesh(mesh, num_heads=config.num_heads, num_kv_heads=config.num_kv_heads)
+        mesh = make_mesh(mesh, num_heads=config.num_heads, num_kv_heads=config.num_kv_heads,
+                         context_parallel=not is_hybrid(config))
         check_mesh_fits(config, mesh, prefill_chunk)
-        targets = param_shardings(param_shapes(config), mesh)
+        targets = param_shardings(param_shapes(config), mesh, param_axes(config))
     params, quantization = _load_params(folder, config, dtype, source, targets, quantization, quant_group,
                                         dequantize)
     module = build_module(config, params, dtype)

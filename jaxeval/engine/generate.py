@@ -36,7 +36,7 @@ from jaxeval.models import hybrid
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
 from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers, sink_logits
-from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
+from jaxeval.models.hybrid_layout import check_hybrid_mesh, is_hybrid
 from jaxeval.models.layer_stacks import layer_stacks
 from jaxeval.models.kv_policy import attention_window, new_kv_cache, stored_kv
 from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
@@ -286,8 +286,8 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
     dtype = params["embed"].dtype
     hybrid_model = is_hybrid(config)  # its cache: K/V and Gated DeltaNet states (jaxeval.engine.hybrid_generate)
     if hybrid_model:
-        check_no_mesh(config, mesh)
-        cache = hybrid.new_cache(config, b, cache_len, dtype)
+        check_hybrid_mesh(config, mesh)
+        cache = hybrid.new_cache(config, b, cache_len, dtype, mesh)
     else:
         cache = tuple(new_kv_cache(config.kv_cache, (b, config.num_layers, cache_len, config.num_kv_heads, width),
                                    dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
@@ -302,7 +302,7 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
             if hybrid_model:  # the prompt's tokens but its last, and no padding, enter the GDN states
                 valid = jnp.int32(min(chunk, prompt.size - 1 - start))
                 cache = prefill_hybrid_row(params, cache, chunk_ids, at, row, valid, rope, config=config,
-                                           backend=backend)
+                                           backend=backend, mesh=mesh)
             else:
                 cache = prefill_row(params, *cache, chunk_ids, at, row, rope, config=config, backend=backend, mesh=mesh)
     snapkv = config.kv_cache is not None and config.kv_cache.kind == "snapkv"
@@ -332,7 +332,7 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
         step_bias = bias if fed < suppressed_steps else None
         if hybrid_model:
             return decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_p, rope, step_bias,
-                                      config=config)
+                                      config=config, mesh=mesh)
         chosen, positions, cache_k, cache_v = decode_step(params, *cache, tokens, positions, keys, temperature, top_p,
                                                           rope, step_bias, keep if fed else None, config=config,
                                                           mesh=mesh)  # SnapKV: the first token sees the whole prompt

@@ -6,7 +6,8 @@ Prefill runs one prompt chunk into its row; the chunk's padding past the prompt 
 GDN states (their `lengths`), while its K/V land past the prompt where decode overwrites them before
 any query sees them. Decode is written for one row (jaxeval.models.hybrid.decode_row) and vmapped
 over the rows; the GDN layers step their recurrent form, as transformers does for one new token.
-One device (jaxeval.models.hybrid_layout.check_no_mesh).
+On a mesh (data, fsdp, tensor; never context: jaxeval.models.hybrid_layout.check_hybrid_mesh) the
+steps keep the cache in the rules' shardings and XLA partitions the layers from them.
 """
 
 from __future__ import annotations
@@ -17,21 +18,23 @@ import jax
 
 from jaxeval.engine.sampling import choose_tokens
 from jaxeval.models import hybrid
+from jaxeval.models.sharding import constrain
 
 
-@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1,))
-def prefill_hybrid_row(params, cache, chunk_ids, start, row, valid, rope, *, config, backend):
+@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1,))
+def prefill_hybrid_row(params, cache, chunk_ids, start, row, valid, rope, *, config, backend, mesh=None):
     """Run chunk_ids int [1, C] (positions start ..) into row `row` of the cache; valid int scalar: how many
     of the chunk's tokens are the prompt's (the rest is padding). rope: RopeTables of the prompt."""
     take = lambda a: jax.lax.dynamic_slice_in_dim(a, row, 1, axis=1)
     _, new = hybrid.prefill(params, config, chunk_ids, start, jax.tree.map(take, cache), backend, rope,
                             lengths=valid[None])
     put = lambda a, n: jax.lax.dynamic_update_slice_in_dim(a, n.astype(a.dtype), row, axis=1)
-    return jax.tree.map(put, cache, new)
+    return hybrid.constrain_cache(jax.tree.map(put, cache, new), mesh)
 
 
-@functools.partial(jax.jit, static_argnames=("config",), donate_argnums=(1,))
-def decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_p, rope, suppress=None, *, config):
+@functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1,))
+def decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_p, rope, suppress=None, *, config,
+                       mesh=None):
     """jaxeval.engine.generate.decode_step for a hybrid: feed tokens int [B] at positions int [B], update the
     cache (donated) and sample. Returns (next tokens int32 [B], positions + 1, cache)."""
     logits, k, v, states = jax.vmap(hybrid.decode_row, in_axes=(None, None, 1, 1, 1, 0, 0, 0),
@@ -39,4 +42,6 @@ def decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_
                                                            positions, rope)
     if suppress is not None:
         logits = logits + suppress
-    return choose_tokens(logits, keys, positions, temperature, top_p), positions + 1, hybrid.HybridCache(k, v, states)
+    tokens = constrain(choose_tokens(logits, keys, positions, temperature, top_p), mesh, "read_rows")
+    cache = hybrid.constrain_cache(hybrid.HybridCache(k, v, states), mesh)
+    return tokens, constrain(positions + 1, mesh, "read_rows"), cache

@@ -20,7 +20,7 @@ from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import write_chunk
 from jaxeval.models import hybrid
 from jaxeval.models.decoder import embed_tokens, final_logits, run_layers
-from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
+from jaxeval.models.hybrid_layout import check_hybrid_mesh, is_hybrid
 from jaxeval.models.kv_policy import check_read, new_kv_cache
 from jaxeval.models.rope import RopeTables, rope_tables
 from jaxeval.models.sharding import READ_CACHE, constrain, host_array, zeros
@@ -70,12 +70,15 @@ def _gather_rows(x, start, hidden, gather_at):
     return jnp.where(inside[:, None], rows.astype(hidden.dtype), hidden)
 
 
-@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1,))
-def prefill_hybrid_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend):
+@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1,))
+def prefill_hybrid_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):
     """prefill_chunk for a hybrid (jaxeval.models.hybrid): cache is its HybridCache, K/V and GDN states
-    after position start - 1, carried to the chunk's end. One device. Returns (cache, hidden)."""
+    after position start - 1, carried to the chunk's end. On a mesh (no context axis: hybrid_layout.
+    check_hybrid_mesh) XLA partitions the layers from the weights' and the cache's shardings, which the
+    outputs keep. Returns (cache, hidden)."""
     x, cache = hybrid.prefill(params, config, chunk_ids, start, cache, backend, rope)
-    return cache, _gather_rows(x, start, hidden, gather_at)
+    hidden = _gather_rows(x, start, hidden, gather_at)
+    return hybrid.constrain_cache(cache, mesh), constrain(hidden, mesh, "read_rows", "hidden")
 
 
 def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None):
@@ -83,8 +86,8 @@ def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None):
     policy, QuantKV codes and scales), or a hybrid's HybridCache."""
     check_read(config)  # every read path starts here; SnapKV is for generation only
     if is_hybrid(config):
-        check_no_mesh(config, mesh)
-        return hybrid.new_cache(config, 1, bucket, dtype)
+        check_hybrid_mesh(config, mesh)
+        return hybrid.new_cache(config, 1, bucket, dtype, mesh)
     return tuple(new_kv_cache(config.kv_cache, (config.num_layers, 1, bucket, config.num_kv_heads, width), dtype,
                               lambda s, d: zeros(s, d, mesh, READ_CACHE))
                  for width in (config.head_dim, config.value_dim))  # latent attention: an empty value cache
@@ -94,7 +97,7 @@ def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, confi
     """One prefill chunk on a cache from new_read_cache (donated) -> (cache, hidden)."""
     if is_hybrid(config):
         return prefill_hybrid_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, config=config,
-                                    backend=backend)
+                                    backend=backend, mesh=mesh)
     cache_k, cache_v, hidden = prefill_chunk(params, *cache, chunk_ids, start, hidden, gather_at, rope, config=config,
                                              backend=backend, mesh=mesh)
     return (cache_k, cache_v), hidden

@@ -49,7 +49,7 @@ class ModelConfig:
     model_type: str
     vocab_size: int
     hidden_size: int
-    intermediate_size: int
+    intermediate_size: int  # the dense MLP's width (Qwen3.5-MoE: its shared expert's)
     num_layers: int
     num_heads: int
     num_kv_heads: int
@@ -246,7 +246,7 @@ def config_from_hf(raw: dict[str, Any], where: str = "config.json", overrides: d
     hidden = size("hidden_size")
     head_dim = size("head_dim", raw.get("head_dim") or hidden // num_heads)
     num_kv_heads = size("num_key_value_heads", raw.get("num_key_value_heads") or num_heads)
-    vocab_size, intermediate = size("vocab_size"), size("intermediate_size")
+    vocab_size, intermediate = size("vocab_size"), size(families.dense_mlp_field(model_type))
     max_positions = size("max_position_embeddings")
     if num_heads % num_kv_heads:
         raise ConfigError(f"{where}: field 'num_attention_heads'={num_heads} is not a multiple of "

@@ -17,8 +17,9 @@ FULL, SLIDING, LINEAR = "full_attention", "sliding_attention", "linear_attention
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "ministral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3",
                          "olmo2", "olmo3", "smollm3", "glm", "glm4", "granite", "exaone4", "seed_oss", "ministral3",
-                         "qwen3_5_text", "qwen3_moe", "mixtral", "gpt_oss", "deepseek_v3")
-PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text")  # families whose attention rotates only part of each head
+                         "qwen3_5_text", "qwen3_moe", "mixtral", "gpt_oss", "deepseek_v3", "qwen3_5_moe_text")
+# families whose attention rotates only part of each head
+PARTIAL_ROTARY_TYPES = ("phi3", "glm", "glm4", "qwen3_5_text", "qwen3_5_moe_text")
 PER_LAYER_TYPE_ROPE = ("gemma3_text", "olmo3")  # v5 rope_parameters keyed by layer type
 
 # transformers' Gemma3TextConfig defaults. The hub's multimodal Gemma 3 config.json files (model_type
@@ -62,6 +63,11 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "qwen3_5_text": {"head_dim": 256, "partial_rotary_factor": 0.25, "linear_conv_kernel_dim": 4,
                      "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
                      "linear_num_value_heads": 32},
+    # Qwen3_5MoeTextConfig: the same hybrid, every MLP the routed experts plus the gated shared expert
+    "qwen3_5_moe_text": {"head_dim": 256, "partial_rotary_factor": 0.25, "linear_conv_kernel_dim": 4,
+                         "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+                         "linear_num_value_heads": 32, "num_experts": 256, "num_experts_per_tok": 8,
+                         "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512},
 }
 
 # attention_bias: qwen2 always has q/k/v biases; GLM's and Seed-OSS's q/k/v follow attention_bias (o has none;
@@ -87,7 +93,7 @@ def text_tower(raw: dict[str, Any], where: str) -> dict[str, Any]:
     The top level's bos/eos token ids, where set, are the model's.
     """
     kind = raw.get("model_type")
-    if kind == "qwen3_5":
+    if kind in hybrid_config.COMPOSITE_TYPES:
         return hybrid_config.qwen3_5_text_tower(raw, where)
     if kind not in ("gemma3", "mistral3"):
         return raw
@@ -115,6 +121,12 @@ def with_class_defaults(raw: dict[str, Any], model_type: str) -> dict[str, Any]:
             if isinstance(rope, dict) and rope.get("rope_type", rope.get("type")) in ("su", "yarn"):
                 raw[key] = {**{k: v for k, v in rope.items() if k != "type"}, "rope_type": "longrope"}
     return raw
+
+
+def dense_mlp_field(model_type: str) -> str:
+    """The config.json field of the width ModelConfig.intermediate_size holds: the dense MLP's, or in
+    Qwen3.5-MoE (no dense MLP) the shared expert's."""
+    return "shared_expert_intermediate_size" if model_type in moe_config.SHARED_EXPERT_TYPES else "intermediate_size"
 
 
 def _positive_int(raw, key, default, where) -> int:

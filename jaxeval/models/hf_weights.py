@@ -59,8 +59,12 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
     memory-mapped; our layout is a view of the HF one, so a slice touches only its own rows).
     """
     st = SafetensorsFolder(folder) if tensors is None else tensors
-    if is_hybrid(c):  # Qwen3.5: its own names and stacks; one device (hybrid_layout.check_no_mesh)
-        return load_hybrid_params(st, c, dtype)
+    if is_hybrid(c):  # Qwen3.5: its own names and stacks, read whole on the host, then placed shard by shard
+        params = load_hybrid_params(st, c, dtype)
+        if shardings is None:
+            return params
+        return jax.tree.map(lambda a, t: jax.make_array_from_callback(a.shape, t, lambda index: a[index]), params,
+                            shardings)
     prefix = text_prefix(st)
     shapes = param_shapes(c)
     shapes = {name: shape for name, shape in shapes.items() if name not in exclude}

@@ -26,9 +26,11 @@ from jaxeval.models.config import ModelConfig
 from jaxeval.models.decoder import (_norm, attention_inputs, embed_tokens, final_logits, layer_forward, layer_output,
                                     mlp, output_gate)
 from jaxeval.models.families import FULL
-from jaxeval.models.hybrid_layout import full_layer_indices, hybrid_param_shapes, layer_groups
+from jaxeval.models.hybrid_layout import (CONV_K_AXES, CONV_V_AXES, KV_CACHE_AXES, RECURRENT_AXES, full_layer_indices,
+                                          hybrid_param_shapes, layer_groups)
 from jaxeval.models.quant import dense_weight
 from jaxeval.models.rope import RopeTables, rope_tables
+from jaxeval.models.sharding import constrain, zeros
 
 
 class HybridDecoder(nnx.Module):
@@ -71,13 +73,31 @@ class HybridCache(NamedTuple):
     gdn: gd.GDNState  # conv_q, conv_k [Ll, B, K-1, Hk, dk]; conv_v [Ll, B, K-1, Hv, dv]; recurrent [Ll, B, Hv, dk, dv]
 
 
-def new_cache(c: ModelConfig, batch: int, length: int, dtype) -> HybridCache:
-    """Zeros: the cache before the first token (transformers' fresh cache)."""
+_CACHE_AXES = HybridCache(KV_CACHE_AXES, KV_CACHE_AXES, gd.GDNState(CONV_K_AXES, CONV_K_AXES, CONV_V_AXES,
+                                                                 RECURRENT_AXES))
+
+
+def _per_leaf(fn, cache: HybridCache) -> HybridCache:
+    """fn(leaf, its logical axes) over the cache's leaves."""
+    return HybridCache(fn(cache.k, _CACHE_AXES.k), fn(cache.v, _CACHE_AXES.v),
+                       gd.GDNState(*(fn(a, names) for a, names in zip(cache.gdn, _CACHE_AXES.gdn))))
+
+
+def new_cache(c: ModelConfig, batch: int, length: int, dtype, mesh=None) -> HybridCache:
+    """Zeros: the cache before the first token (transformers' fresh cache); on a mesh, created in the rules'
+    shardings (jaxeval.models.hybrid_layout: GDN states split by head over `tensor`)."""
     g = layer_groups(c.layer_types)
     kv_shape = (g.full_layers, batch, length, c.num_kv_heads, c.head_dim)
-    state = gd.init_state(batch, c.linear_attention, dtype)  # separate buffers: every one is donated
-    gdn = gd.GDNState(*(jnp.zeros((g.linear_layers, *s.shape), s.dtype) for s in state))
-    return HybridCache(jnp.zeros(kv_shape, dtype), jnp.zeros(kv_shape, dtype), gdn)
+    state = gd.init_state(batch, c.linear_attention, dtype)
+    kv = jax.ShapeDtypeStruct(kv_shape, jnp.dtype(dtype))
+    shapes = HybridCache(kv, kv, gd.GDNState(*(jax.ShapeDtypeStruct((g.linear_layers, *s.shape), s.dtype)
+                                               for s in state)))
+    return _per_leaf(lambda a, names: zeros(a.shape, a.dtype, mesh, names), shapes)  # separate buffers (donated)
+
+
+def constrain_cache(cache: HybridCache, mesh) -> HybridCache:
+    """The cache in the rules' shardings (a no-op without a mesh)."""
+    return _per_leaf(lambda a, names: constrain(a, mesh, *names), cache)
 
 
 def _mlp_residual(lp, c: ModelConfig, x):

@@ -11,22 +11,25 @@ from typing import Any
 from jaxeval.errors import ConfigError
 from jaxeval.models.gated_delta import GDNDims
 
-HYBRID_TYPES = ("qwen3_5_text",)
+HYBRID_TYPES = ("qwen3_5_text", "qwen3_5_moe_text")
+COMPOSITE_TYPES = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}  # conditional generation -> text
 _GDN_FIELDS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
                "linear_conv_kernel_dim")
 
 
 def qwen3_5_text_tower(raw: dict[str, Any], where: str) -> dict[str, Any]:
-    """Qwen3_5Config (model_type qwen3_5, the conditional-generation checkpoints) -> its text tower.
+    """Qwen3_5Config / Qwen3_5MoeConfig (model_type qwen3_5 / qwen3_5_moe, the conditional-generation
+    checkpoints) -> its text tower.
 
-    Tying follows the top level, as transformers' Qwen3_5ForConditionalGeneration ties its lm_head by the
+    Tying follows the top level, as transformers' Qwen3_5(Moe)ForConditionalGeneration ties its lm_head by the
     composite config's tie_word_embeddings (False unless set), not text_config's.
     """
+    kind = raw.get("model_type")
     text = raw.get("text_config")
     if not isinstance(text, dict):
-        raise ConfigError(f"{where}: model_type='qwen3_5' but field 'text_config' is {text!r}")
+        raise ConfigError(f"{where}: model_type={kind!r} but field 'text_config' is {text!r}")
     special = {k: raw[k] for k in ("bos_token_id", "eos_token_id") if raw.get(k) is not None}
-    return {**text, **special, "model_type": "qwen3_5_text",
+    return {**text, **special, "model_type": COMPOSITE_TYPES[kind],
             "tie_word_embeddings": bool(raw.get("tie_word_embeddings", False))}
 
 
@@ -55,7 +58,7 @@ def hybrid_fields(raw: dict[str, Any], where: str) -> dict[str, Any]:
                           "least 2 (the convolution state holds kernel - 1 inputs)")
     if raw.get("hidden_act", "silu") != "silu":  # the GDN convolution's activation is hidden_act too
         raise ConfigError(f"{where}: field 'hidden_act'={raw.get('hidden_act')!r} is not supported for "
-                          "model_type='qwen3_5_text' (silu only)")
+                          f"model_type={raw.get('model_type')!r} (silu only)")
     dims = GDNDims(raw["hidden_size"], sizes["linear_num_key_heads"], sizes["linear_num_value_heads"],
                    sizes["linear_key_head_dim"], sizes["linear_value_head_dim"], sizes["linear_conv_kernel_dim"])
     return {"qk_norm": True, "norm_plus_one": True, "attention_output_gate": True, "linear_attention": dims}

@@ -10,6 +10,9 @@ linear layers; D hidden, H heads, KV kv-heads, hd head dim, F mlp, V vocab; Hk, 
   linear_layers/: wq, wk [Ll, D, Hk, dk]; wv, wz [Ll, D, Hv, dv]; wb, wa [Ll, D, Hv];
            conv_q, conv_k [Ll, K, Hk, dk]; conv_v [Ll, K, Hv, dv]; a_log, dt_bias [Ll, Hv]; norm [Ll, dv];
            wo [Ll, Hv, dv, D]; attn_norm, mlp_norm [Ll, D]; w_gate, w_up [Ll, D, F]; w_down [Ll, F, D]
+  Qwen3.5-MoE (c.moe) adds to both stacks, L = Lf or Ll (E experts of width I; jaxeval.models.moe):
+           router [L, D, E]; moe_gate, moe_up [L, E, D, I]; moe_down [L, E, I, D]; shared_router [L, D];
+           w_gate, w_up, w_down are then its shared expert (F = shared_expert_intermediate_size).
 
 Scan: the layer pattern repeats with the smallest period p that divides the depth (Qwen3.5: three
 linear layers and one full, p = 4), so the decoder scans L / p groups of p unrolled layers: compile
@@ -81,8 +84,13 @@ def hybrid_param_shapes(c: ModelConfig) -> dict:
     d = c.linear_attention
     Hk, Hv, dk, dv, K = d.num_k_heads, d.num_v_heads, d.head_k_dim, d.head_v_dim, d.conv_kernel
 
-    def block(L):  # the pre norms and the MLP every layer has
-        return {"attn_norm": (L, D), "mlp_norm": (L, D), "w_gate": (L, D, F), "w_up": (L, D, F), "w_down": (L, F, D)}
+    def block(L):  # the pre norms and the MLP every layer has (a MoE's: its shared expert, and the experts)
+        out = {"attn_norm": (L, D), "mlp_norm": (L, D), "w_gate": (L, D, F), "w_up": (L, D, F), "w_down": (L, F, D)}
+        if c.moe is not None:
+            E, I = c.moe.num_experts, c.moe_intermediate_size
+            out |= {"router": (L, D, E), "moe_gate": (L, E, D, I), "moe_up": (L, E, D, I), "moe_down": (L, E, I, D),
+                    "shared_router": (L, D)}
+        return out
 
     full = {"wq": (Lf, D, H, hd), "wq_gate": (Lf, D, H, hd), "wk": (Lf, D, KV, hd), "wv": (Lf, D, KV, hd),
             "wo": (Lf, H, hd, D), "q_norm": (Lf, hd), "k_norm": (Lf, hd), **block(Lf)}
@@ -96,8 +104,51 @@ def hybrid_param_shapes(c: ModelConfig) -> dict:
     return shapes
 
 
-def check_no_mesh(c: ModelConfig, mesh) -> None:
-    """Hybrids run on one device: their Gated DeltaNet layers have no sharding rules yet."""
-    if is_hybrid(c) and mesh is not None and mesh.devices.size > 1:
-        raise MeshError(f"model_type={c.model_type!r} (Gated DeltaNet layers) runs on one device only; "
-                        "load it without a mesh")
+# Logical axes (jaxeval.models.sharding.RULES) of each parameter, per stack: heads and GDN heads over
+# `tensor`, the MLP's and the experts' width over `tensor`, embed over `fsdp`.
+_BLOCK_AXES = {"attn_norm": ("layers", "norm"), "mlp_norm": ("layers", "norm"), "w_gate": ("layers", "embed", "mlp"),
+               "w_up": ("layers", "embed", "mlp"), "w_down": ("layers", "mlp", "embed"),
+               "router": ("layers", "embed", "experts"), "moe_gate": ("layers", "experts", "embed", "moe_mlp"),
+               "moe_up": ("layers", "experts", "embed", "moe_mlp"),
+               "moe_down": ("layers", "experts", "moe_mlp", "embed"),
+               "shared_router": ("layers", "embed")}
+_FULL_AXES = {"wq": ("layers", "embed", "heads", "head_dim"), "wq_gate": ("layers", "embed", "heads", "head_dim"),
+              "wk": ("layers", "embed", "kv_heads", "head_dim"), "wv": ("layers", "embed", "kv_heads", "head_dim"),
+              "wo": ("layers", "heads", "head_dim", "embed"), "q_norm": ("layers", "head_dim"),
+              "k_norm": ("layers", "head_dim"), **_BLOCK_AXES}
+_LINEAR_AXES = {"wq": ("layers", "embed", "gdn_k_heads", "head_dim"),
+                "wk": ("layers", "embed", "gdn_k_heads", "head_dim"),
+                "wv": ("layers", "embed", "gdn_v_heads", "head_dim"),
+                "wz": ("layers", "embed", "gdn_v_heads", "head_dim"),
+                "wb": ("layers", "embed", "gdn_v_heads"), "wa": ("layers", "embed", "gdn_v_heads"),
+                "conv_q": ("layers", "conv_taps", "gdn_k_heads", "head_dim"),
+                "conv_k": ("layers", "conv_taps", "gdn_k_heads", "head_dim"),
+                "conv_v": ("layers", "conv_taps", "gdn_v_heads", "head_dim"), "a_log": ("layers", "gdn_v_heads"),
+                "dt_bias": ("layers", "gdn_v_heads"), "norm": ("layers", "head_dim"),
+                "wo": ("layers", "gdn_v_heads", "head_dim", "embed"), **_BLOCK_AXES}
+# The cache (jaxeval.models.hybrid.HybridCache): K/V [Lf, B, S, KV, hd] kept whole along the sequence;
+# GDN states conv_q, conv_k [Ll, B, K-1, Hk, dk], conv_v [Ll, B, K-1, Hv, dv], recurrent [Ll, B, Hv, dk, dv].
+KV_CACHE_AXES = ("layers", "cache_batch", "decode_sequence", "cache_kv_heads", "head_dim")
+CONV_K_AXES = ("layers", "cache_batch", "conv_taps", "gdn_k_heads", "head_dim")
+CONV_V_AXES = ("layers", "cache_batch", "conv_taps", "gdn_v_heads", "head_dim")
+RECURRENT_AXES = ("layers", "cache_batch", "gdn_v_heads", "head_dim", "head_dim")
+
+
+def hybrid_param_axes(c: ModelConfig) -> dict:
+    """Nested dict of logical axes, matching hybrid_param_shapes(c)."""
+    shapes = hybrid_param_shapes(c)
+    top = {"embed": ("vocab", "embed"), "final_norm": ("norm",), "lm_head": ("embed", "vocab")}
+    return {**{k: top[k] for k in shapes if k in top}, "layers": {k: _FULL_AXES[k] for k in shapes["layers"]},
+            "linear_layers": {k: _LINEAR_AXES[k] for k in shapes["linear_layers"]}}
+
+
+def check_hybrid_mesh(c: ModelConfig, mesh) -> None:
+    """Hybrids shard over data, fsdp and tensor (heads, GDN heads, MLP and expert widths), never over context:
+    a Gated DeltaNet layer's state runs through the sequence in order, so a chunk's tokens cannot be split."""
+    if not is_hybrid(c) or mesh is None:
+        return
+    context = int(mesh.shape["context"]) if "context" in mesh.shape else 1
+    if context > 1:
+        raise MeshError(f"model_type={c.model_type!r} (Gated DeltaNet layers) does not run context-parallel: "
+                        f"its recurrent state runs through the sequence in order; use a mesh with context=1 "
+                        f"(data, fsdp, tensor), not context={context}")

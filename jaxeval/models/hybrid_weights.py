@@ -4,6 +4,10 @@ Qwen3_5ForCausalLM keeps the text model under `model.`, Qwen3_5ForConditionalGen
 `model.language_model.` (its `model.visual.` tower and `mtp.` layers are not read). Layer i's
 tensors are `layers.{i}.self_attn.*` (full attention) or `layers.{i}.linear_attn.*` (Gated DeltaNet),
 plus its norms and MLP. q_proj emits, per head, the query (hd rows) then the output gate (hd rows).
+Qwen3.5-MoE's MLP is `mlp.gate.weight` (router), `mlp.shared_expert.*` and `mlp.shared_expert_gate.weight`,
+and the experts either one tensor per expert (`mlp.experts.{e}.gate_proj.weight`, what transformers'
+save_pretrained writes) or fused (`mlp.experts.gate_up_proj` [E, 2I, D], `mlp.experts.down_proj` [E, D, I],
+its module layout, jaxeval.models.moe.params_from_hf).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import numpy as np
 
 from jaxeval.errors import CheckpointError
 from jaxeval.models import gated_delta as gd
+from jaxeval.models import moe
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import full_layer_indices, hybrid_param_shapes, linear_layer_indices
 
@@ -49,8 +54,28 @@ def load_hybrid_params(st, c: ModelConfig, dtype) -> dict:
                   "norm.weight": (d.head_v_dim,), "out_proj.weight": (D, d.num_v_heads * d.head_v_dim)}
 
     def block(i):  # ours [in, out] from HF [out, in]
-        out = {ours: fetch(f"{prefix}layers.{i}.{hf}", block_shapes[ours]) for ours, hf in _BLOCK.items()}
-        return {name: w.T if name.startswith("w_") else w for name, w in out.items()}
+        names = [n for n in _BLOCK if c.moe is None or not n.startswith("w_")]  # a MoE's MLP: experts()
+        out = {ours: fetch(f"{prefix}layers.{i}.{_BLOCK[ours]}", block_shapes[ours]) for ours in names}
+        out = {name: w.T if name.startswith("w_") else w for name, w in out.items()}
+        return out if c.moe is None else {**out, **experts(f"{prefix}layers.{i}.mlp.")}
+
+    def experts(p):
+        E, I = c.moe.num_experts, c.moe_intermediate_size
+        sd = {"gate.weight": fetch(p + "gate.weight", (E, D)),
+              "shared_expert_gate.weight": fetch(p + "shared_expert_gate.weight", (1, D))}
+        if f"{p}experts.gate_up_proj" in st:
+            sd |= {"experts.gate_up_proj": fetch(p + "experts.gate_up_proj", (E, 2 * I, D)),
+                   "experts.down_proj": fetch(p + "experts.down_proj", (E, D, I))}
+        else:  # one tensor per expert: stacked into the fused layout
+            each = lambda name, shape: np.stack([fetch(f"{p}experts.{e}.{name}.weight", shape) for e in range(E)])
+            sd |= {"experts.gate_up_proj": np.concatenate([each("gate_proj", (I, D)), each("up_proj", (I, D))], 1),
+                   "experts.down_proj": each("down_proj", (D, I))}
+        sd |= {f"shared_expert.{hf}.weight": fetch(f"{p}shared_expert.{hf}.weight", block_shapes[name])
+               for hf, name in (("gate_proj", "w_gate"), ("up_proj", "w_up"), ("down_proj", "w_down"))}
+        ours = moe.params_from_hf(sd, c.moe)  # the shared expert is the layer's w_gate, w_up, w_down
+        return {"router": ours["router"], "moe_gate": ours["w_gate"], "moe_up": ours["w_up"],
+                "moe_down": ours["w_down"], "shared_router": ours["shared_router"], "w_gate": ours["shared_gate"],
+                "w_up": ours["shared_up"], "w_down": ours["shared_down"]}
 
     def full(i):
         p = f"{prefix}layers.{i}.self_attn."

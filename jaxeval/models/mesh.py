@@ -59,8 +59,10 @@ def parse_mesh_spec(spec: str) -> dict[str, int]:
     return sizes
 
 
-def auto_mesh_shape(num_devices: int, num_heads: int | None = None, num_kv_heads: int | None = None) -> dict[str, int]:
-    """Tensor parallel as far as the heads allow, context parallel over the rest.
+def auto_mesh_shape(num_devices: int, num_heads: int | None = None, num_kv_heads: int | None = None,
+                    context_parallel: bool = True) -> dict[str, int]:
+    """Tensor parallel as far as the heads allow, context parallel over the rest (data parallel without
+    context_parallel: the hybrids, jaxeval.models.hybrid_layout.check_hybrid_mesh).
 
     tensor: the largest divisor of the device count that divides the query heads and divides, or
     is a multiple of, the KV heads (jaxeval.models.sharding.check_mesh_fits).
@@ -70,11 +72,13 @@ def auto_mesh_shape(num_devices: int, num_heads: int | None = None, num_kv_heads
         return num_devices % d == 0 and (not num_heads or num_heads % d == 0) and kv_ok
 
     tensor = max(d for d in range(1, num_devices + 1) if fits(d)) if num_heads else 1
-    return {"data": 1, "fsdp": 1, "tensor": tensor, "context": num_devices // tensor}
+    rest = num_devices // tensor
+    return {"data": 1 if context_parallel else rest, "fsdp": 1, "tensor": tensor,
+            "context": rest if context_parallel else 1}
 
 
 def make_mesh(spec: str | dict | Mesh | None = None, *, devices=None, num_heads: int | None = None,
-              num_kv_heads: int | None = None) -> Mesh:
+              num_kv_heads: int | None = None, context_parallel: bool = True) -> Mesh:
     """A 4-axis mesh over `devices` (default: every device of every process); see the module docstring.
 
     spec None means one device (the first): the unsharded engine on a trivial mesh.
@@ -91,7 +95,7 @@ def make_mesh(spec: str | dict | Mesh | None = None, *, devices=None, num_heads:
     elif isinstance(spec, dict):
         sizes = parse_mesh_spec(",".join(f"{k}={v}" for k, v in spec.items()))
     elif spec.strip() == "auto":
-        sizes = auto_mesh_shape(len(devices), num_heads, num_kv_heads)
+        sizes = auto_mesh_shape(len(devices), num_heads, num_kv_heads, context_parallel)
     else:
         sizes = parse_mesh_spec(spec)
     total = math.prod(sizes.values())

@@ -1,4 +1,4 @@
-"""config.json fields of the mixture-of-experts decoders (Qwen3-MoE, Mixtral, gpt-oss), as transformers 5.x reads them.
+"""config.json fields of the mixture-of-experts decoders (Qwen3-MoE, Qwen3.5-MoE, Mixtral, gpt-oss), as transformers 5.x reads them.
 
 families.py calls in here for the model types in MOE_TYPES. The MoE block replaces each layer's MLP
 (jaxeval.models.moe: routing exactly as the family's router, dropless sorted dispatch).
@@ -10,6 +10,9 @@ Mixtral: num_local_experts (default 8), num_experts_per_tok (2), the experts' wi
 intermediate_size; the router always renormalises its top-k.
 gpt-oss: num_local_experts (128), num_experts_per_tok (4), width intermediate_size, the clamped SwiGLU's
 swiglu_alpha (1.702) and swiglu_limit (7.0); its experts ignore hidden_act.
+Qwen3.5-MoE (SHARED_EXPERT_TYPES) adds the sigmoid-gated shared expert, a gated MLP of
+shared_expert_intermediate_size that every token runs: it is the layer's dense MLP
+(ModelConfig.intermediate_size, w_gate/w_up/w_down).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from typing import Any
 from jaxeval.errors import ConfigError
 from jaxeval.models.moe import MoESpec
 
-MOE_TYPES = ("qwen3_moe", "mixtral", "gpt_oss")
+MOE_TYPES = ("qwen3_moe", "mixtral", "gpt_oss", "qwen3_5_moe_text")
+SHARED_EXPERT_TYPES = ("qwen3_5_moe_text",)
 
 # the transformers config class defaults: (experts, experts per token)
 _COUNTS = {"qwen3_moe": (128, 8), "mixtral": (8, 2), "gpt_oss": (128, 4)}
@@ -59,6 +63,8 @@ def _silu_experts(raw, where):
 def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, Any]:
     """ModelConfig fields of a MoE decoder: the routing (MoESpec) and the experts' width."""
     model_type = raw["model_type"]
+    if model_type in SHARED_EXPERT_TYPES:
+        return _qwen3_5_moe_fields(raw, where)
     experts, top_k = _counts(raw, model_type, where)
     if model_type == "gpt_oss":
         width = _positive(raw, "intermediate_size", where)
@@ -90,3 +96,17 @@ def moe_fields(raw: dict[str, Any], num_layers: int, where: str) -> dict[str, An
         return {}
     return {"moe": MoESpec("qwen3_moe", experts, top_k, norm), "moe_intermediate_size": width,
             "dense_layers": len(dense)}
+
+
+def _qwen3_5_moe_fields(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    """Qwen3_5MoeTextConfig: every layer sparse (no decoder_sparse_step or mlp_only_layers), its router always
+    renormalises the top-k probabilities (no norm_topk_prob), and the shared expert's width is checked here
+    (families.with_class_defaults made it intermediate_size)."""
+    experts = _positive(raw, "num_experts", where)
+    top_k = _positive(raw, "num_experts_per_tok", where)
+    if top_k > experts:
+        raise ConfigError(f"{where}: field 'num_experts_per_tok'={top_k} exceeds num_experts={experts}")
+    width = _positive(raw, "moe_intermediate_size", where)
+    _positive(raw, "shared_expert_intermediate_size", where)
+    _silu_experts(raw, where)
+    return {"moe": MoESpec("qwen3_5_moe", experts, top_k), "moe_intermediate_size": width}

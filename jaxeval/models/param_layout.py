@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from jaxeval.models.config import ModelConfig
-from jaxeval.models.hybrid_layout import hybrid_param_shapes, is_hybrid
+from jaxeval.models.hybrid_layout import hybrid_param_axes, hybrid_param_shapes, is_hybrid
 from jaxeval.models.layer_stacks import layer_stacks
 
 
@@ -263,6 +263,12 @@ def param_shapes(c: ModelConfig) -> dict:
     if TOP["lm_head"].when(c):
         shapes["lm_head"] = shape_of(TOP["lm_head"], c)
     return shapes
+
+
+def param_axes(c: ModelConfig) -> dict:
+    """Each parameter's logical axes: PARAM_AXES (keyed by name), or a hybrid's nested table matching
+    param_shapes (its two stacks name their tensors alike)."""
+    return hybrid_param_axes(c) if is_hybrid(c) else PARAM_AXES
 
 
 def param(name: str) -> Param:

@@ -20,7 +20,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxeval.models.config import ModelConfig
-from jaxeval.models.hybrid_layout import check_no_mesh
+from jaxeval.models.hybrid_layout import check_hybrid_mesh
 from jaxeval.models.mesh import MeshError, describe, mesh_sizes
 from jaxeval.models.param_layout import PARAM_AXES
 
@@ -40,6 +40,9 @@ RULES: dict[str, tuple[str, ...]] = {
     "q_lora": (), "kv_lora": (), "kv_lora_rope": (), "qk_dim": (), "kv_b_dim": (), "v_dim": (),
     "layers": (),
     "norm": (),
+    "gdn_k_heads": ("tensor",),  # Gated DeltaNet key and value heads (hybrids), their weights and states
+    "gdn_v_heads": ("tensor",),
+    "conv_taps": (),
     # activations and logits
     "batch": ("data", "fsdp"),
     "sequence": ("context",),
@@ -91,17 +94,22 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, P())
 
 
-def param_shardings(shapes: dict, mesh: Mesh) -> dict:
-    """Nested dict of NamedSharding matching param_shapes(config)."""
+def param_shardings(shapes: dict, mesh: Mesh, axes: dict | None = None) -> dict:
+    """Nested dict of NamedSharding matching param_shapes(config); axes: the matching nested dict of logical
+    axes (jaxeval.models.param_layout.param_axes; default PARAM_AXES, keyed by parameter name)."""
+    axes = PARAM_AXES if axes is None else axes
     out = {}
     for name, shape in shapes.items():
-        out[name] = param_shardings(shape, mesh) if isinstance(shape, dict) else sharding(shape, PARAM_AXES[name], mesh)
+        if isinstance(shape, dict):
+            out[name] = param_shardings(shape, mesh, axes[name] if isinstance(axes.get(name), dict) else axes)
+        else:
+            out[name] = sharding(shape, axes[name], mesh)
     return out
 
 
 def check_mesh_fits(config: ModelConfig, mesh: Mesh, prefill_chunk: int | None = None) -> None:
     """Refuse, before any compile, a mesh the model's heads or the prefill chunk cannot be split over."""
-    check_no_mesh(config, mesh)
+    check_hybrid_mesh(config, mesh)
     sizes = mesh_sizes(mesh)
     tp, cp = sizes["tensor"], sizes["context"]
     where = f"mesh {describe(mesh)}"

@@ -111,7 +111,8 @@ def memory_inputs(args, config, gguf) -> tuple[str, dict, int]:
     mesh_arg = getattr(args, "mesh", None)
     if mesh_arg == "auto":
         import jax
-        mesh = auto_mesh_shape(jax.device_count(), config.num_heads, config.num_kv_heads)
+        mesh = auto_mesh_shape(jax.device_count(), config.num_heads, config.num_kv_heads,
+                               context_parallel=config.linear_attention is None)  # hybrids: no context axis
     else:
         mesh = parse_mesh_spec(mesh_arg) if mesh_arg else {"data": 1, "fsdp": 1, "tensor": 1, "context": 1}
     quantize = None if getattr(args, "quantize", "none") in (None, "none") else args.quantize

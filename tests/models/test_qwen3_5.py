@@ -23,7 +23,7 @@ import jaxeval  # noqa: E402
 from jaxeval.api import convert  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
-from jaxeval.models.hybrid_layout import check_no_mesh, layer_groups  # noqa: E402
+from jaxeval.models.hybrid_layout import check_hybrid_mesh, layer_groups  # noqa: E402
 from jaxeval.models.mesh import MeshError  # noqa: E402
 
 TOL = 1e-4
@@ -173,11 +173,12 @@ def test_orbax_copy_and_multimodal_text_tower_read_the_same(reference, tmp_path)
     shutil.rmtree(vlm)
 
 
-def test_a_mesh_is_refused():
+def test_a_context_axis_is_refused():
+    """Meshes without a context axis run (tests/models/test_hybrid_mesh.py); context parallelism is refused."""
     c = config_from_hf(_raw())
-    check_no_mesh(c, None)
-    with pytest.raises(MeshError, match="model_type='qwen3_5_text' .*one device only"):
-        check_no_mesh(c, types.SimpleNamespace(devices=np.empty(2)))
+    check_hybrid_mesh(c, types.SimpleNamespace(shape={"data": 1, "fsdp": 1, "tensor": 2, "context": 1}))
+    with pytest.raises(MeshError, match="model_type='qwen3_5_text' .*does not run context-parallel"):
+        check_hybrid_mesh(c, types.SimpleNamespace(shape={"data": 1, "fsdp": 1, "tensor": 1, "context": 2}))
 
 
 def _raw(**changes):

@@ -13,7 +13,7 @@ import dataclasses
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.benchmarks.agent_bench.align import MODES
+from jaxeval.benchmarks.agent_bench.align import MODES, TEXT_MODE
 from jaxeval.benchmarks.base import check_limit, limited, prompt_fields
 from jaxeval.benchmarks.agent_bench.data import CONFIGS, SPLITS, load_split
 from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome, facts_metrics, score_facts_item
@@ -21,6 +21,7 @@ from jaxeval.benchmarks.agent_bench.schema import RULE_LANGS
 from jaxeval.benchmarks.agent_bench.tool_calls import (
     ToolItemOutcome, ToolTargetOutcome, score_tool_calls_item, tool_calls_metrics,
 )
+from jaxeval.benchmarks.agent_bench.vocabulary import auto_mode_note
 from jaxeval.errors import ConfigError, DataError
 from jaxeval.results.resumable import map_journaled
 
@@ -103,7 +104,8 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
 
     data: a local folder in the hub layout or a hub id. sets: configs of the card. lengths:
     "8k", "32k". limit: the first N items per config and length (or that fraction, 0 < limit < 1). mode: "auto" (stored qwen_*
-    ids when present and consistent, else text) or "text". save_scores: a .json.gz file to
+    ids when the tokenizer is the dataset's declared one, jaxeval.benchmarks.agent_bench.vocabulary, and the ids
+    are present and consistent; else text) or "text". save_scores: a .json.gz file to
     store every rules target's two scores in (the reference of a later run);
     reference_scores: such a file, read back as the reference of the rules configs.
     journal: get(key)/put(key, record) store of finished items (jaxeval/results/journal.py).
@@ -125,12 +127,18 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     loaded = {where: limited(items, limit) for where, items in every.items()}
     results: dict[str, dict[str, dict]] = {}
     notes: list[str] = []
+    read_mode = mode
+    if mode == "auto":  # stored ids only for the tokenizer the dataset declares (vocabulary.py)
+        vocabulary_note = auto_mode_note(tokenizer, data)
+        if vocabulary_note is not None:
+            notes.append(vocabulary_note)
+            read_mode = TEXT_MODE
     samples: list[dict] = []  # per item of facts / tool_calls, per target of the rules (--log_samples)
     for config in (c for c in sets if c in SINGLE_READ_CONFIGS):
         metrics_of = SINGLE_READ_CONFIGS[config][1]
         for split in lengths:
             items = loaded[(config, split)]
-            outcomes = read_items(backend, tokenizer, config, split, items, mode, journal)
+            outcomes = read_items(backend, tokenizer, config, split, items, read_mode, journal)
             samples.extend({"key": item_key(config, split, o.item_id), "config": config, "split": split,
                             **prompt_fields(item.text, o.tokens_read, log_prompts),  # prompt_tokens: tokens read
                             "target": [getattr(t, "answer", None) or getattr(t, "target", None) for t in item.targets],
@@ -147,7 +155,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
         from jaxeval.benchmarks.agent_bench.rules_run import run_rules
 
         rules = run_rules(backend, tokenizer, {(c, s): loaded[(c, s)] for c in rules_sets for s in lengths},
-                          mode, save_scores=save_scores, reference_scores=reference_scores, journal=journal,
+                          read_mode, save_scores=save_scores, reference_scores=reference_scores, journal=journal,
                           log_prompts=log_prompts)
         for config in rules_sets:
             results[config] = rules["sets"][config]
