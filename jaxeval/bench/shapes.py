@@ -100,11 +100,14 @@ def read_flops(config, tokens: int, read_rows: int) -> dict:
     the LM head at the read rows only. config: jaxeval.models.config.ModelConfig.
 
     -> {"trunk", "attention", "head", "total"}: trunk = 2 per weight a token uses (q, k, v, o and the
-    output gate where there is one, the MLP; a mixture of experts counts its router and the top-k
-    experts a token is routed to, not all E: jaxeval.models.moe.moe_flops's "routed"; Gated DeltaNet
-    layers their projections and short convolution); attention = QK^T and PV, 2 * 2 * head_dim per
-    (query, attended key) per head, and for Gated DeltaNet the recurrent form's three head_k x head_v
-    products per token per value head (read k.S, rank-1 update, read q.S); head = 2 * hidden * vocab
+    output gate where there is one, or DeepSeek-V3's latent projections; the MLP; a mixture of experts
+    counts its router, the top-k experts a token is routed to, not all E (jaxeval.models.moe.moe_flops's
+    "routed"), and its shared expert; Gated DeltaNet layers their projections and short convolution);
+    attention = QK^T and PV, 2 * 2 * head_dim per (query, attended key) per head (latent attention:
+    2 * (qk_head_dim + v_head_dim), the unabsorbed form's; the absorbed form jaxeval runs multiplies
+    over the latent width instead, more FLOPs for a smaller cache), and for Gated DeltaNet the
+    recurrent form's three head_k x head_v products per token per value head (read k.S, rank-1
+    update, read q.S); head = 2 * hidden * vocab
     per read row. Norms, rope, gates' elementwise work, softmax and the embedding gather are left out.
     """
     from jaxeval.models.families import FULL, LINEAR, SLIDING
@@ -112,13 +115,14 @@ def read_flops(config, tokens: int, read_rows: int) -> dict:
     unknown = set(config.layer_types) - {FULL, SLIDING, LINEAR}
     if unknown:
         raise ConfigError(f"bench: no FLOP count for layer types {sorted(unknown)}")
-    d, h, kv, hd = config.hidden_size, config.num_heads, config.num_kv_heads, config.head_dim
-    attention_weights = d * (h + 2 * kv) * hd + h * hd * d * (2 if config.attention_output_gate else 1)
-    per_token = sum(_mlp_weights(config) + (attention_weights if t != LINEAR else _gdn_weights(config))
-                    for t in config.layer_types)
+    d, h = config.hidden_size, config.num_heads
+    per_token = sum(_mlp_weights(config, i) + (_attention_weights(config) if t != LINEAR else _gdn_weights(config))
+                    for i, t in enumerate(config.layer_types))
     trunk = 2 * tokens * per_token
     windows = [w for w, t in zip(config.layer_windows, config.layer_types) if t != LINEAR]
-    attention = sum(4 * h * hd * attended_keys(tokens, w) for w in windows)
+    # per (query, key) pair and head: QK^T over the query-key width, PV over the value width
+    pair = (config.mla.qk_head_dim + config.mla.v_head_dim) if config.mla else 2 * config.head_dim
+    attention = sum(2 * h * pair * attended_keys(tokens, w) for w in windows)
     if LINEAR in config.layer_types:
         g = config.linear_attention
         attention += 2 * 3 * g.head_k_dim * g.head_v_dim * g.num_v_heads * tokens * config.layer_types.count(LINEAR)
@@ -127,14 +131,31 @@ def read_flops(config, tokens: int, read_rows: int) -> dict:
             "total": float(trunk + attention + head)}
 
 
-def _mlp_weights(config) -> int:
-    """Weights one token multiplies in one layer's feed-forward block (the routed ones only for a MoE)."""
+def _attention_weights(config) -> int:
+    """Weights one token multiplies in an attention block: q, k, v, o (and the output gate), or
+    DeepSeek-V3's latent projections (q_a/q_b or q_proj, kv_a, kv_b, o)."""
+    d, h = config.hidden_size, config.num_heads
+    m = config.mla
+    if m is None:
+        hd, kv = config.head_dim, config.num_kv_heads
+        return d * (h + 2 * kv) * hd + h * hd * d * (2 if config.attention_output_gate else 1)
+    q = d * m.q_lora_rank + m.q_lora_rank * h * m.qk_head_dim if m.q_lora_rank else d * h * m.qk_head_dim
+    kv = d * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * h * (m.qk_nope_head_dim + m.v_head_dim)
+    return q + kv + h * m.v_head_dim * d
+
+
+def _mlp_weights(config, layer: int) -> int:
+    """Weights one token multiplies in layer `layer`'s feed-forward block: the dense MLP, or a MoE's
+    router, the top-k routed experts (not all E) and its shared expert(s)."""
     d = config.hidden_size
-    if config.moe is None:
+    if config.moe is None or layer < config.dense_layers:
         return 3 * d * config.intermediate_size
     from jaxeval.models.moe import moe_flops
 
-    f = moe_flops(1, config.moe, d, config.moe_intermediate_size)
+    # the shared expert: DeepSeek-V3's own width; Qwen3.5-MoE's is the layer's dense MLP (intermediate_size)
+    shared = config.shared_expert_intermediate_size or (
+        config.intermediate_size if config.moe.family in ("qwen3_5_moe", "qwen3_next") else 0)
+    f = moe_flops(1, config.moe, d, config.moe_intermediate_size, shared)
     return (f["routed"] + f["router"] + f["shared"]) // 2
 
 

@@ -40,28 +40,37 @@ def _used_weights(config) -> int:
     total = 0
     for name, stack in param_shapes(config).items():
         for part, shape in (stack.items() if name.endswith("layers") else ()):
-            if len(shape) >= 3:
+            if len(shape) >= 3 or part == "shared_router":  # Qwen3.5-MoE's shared-expert gate [L, D] -> 1
                 size = int(np.prod(shape))
                 experts = config.moe is not None and shape[1] == config.moe.num_experts and part != "router"
                 total += size * config.moe.top_k // config.moe.num_experts if experts else size
     return total
 
 
-@pytest.mark.parametrize("model_type", ["qwen3_5_text", "qwen3_moe"])
+@pytest.mark.parametrize("model_type", ["qwen3_5_text", "qwen3_moe", "qwen3_5_moe_text", "deepseek_v3"])
 def test_read_flops_count_the_weights_a_token_uses(model_type):
-    """Gated DeltaNet hybrids and mixtures of experts: the trunk is 2 FLOPs per weight a token uses,
-    against an independent count over the parameter table (experts at k of E)."""
+    """Gated DeltaNet hybrids, mixtures of experts (with shared experts, dense first layers) and latent
+    attention: the trunk is 2 FLOPs per weight a token uses, against an independent count over the
+    parameter table (experts at k of E)."""
+    from tests.models.test_deepseek_v3 import CONFIG as DEEPSEEK
     from tests.models.test_qwen3_5 import CONFIG as HYBRID
     from tests.models.test_qwen3_moe import CONFIG as MOE
 
-    c = config_from_hf({**(HYBRID if model_type == "qwen3_5_text" else MOE), "model_type": model_type})
+    HYBRID_MOE = {**{k: v for k, v in HYBRID.items() if k != "intermediate_size"}, "num_experts": 8,
+                  "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48}
+    raw = {"qwen3_5_text": HYBRID, "qwen3_moe": MOE, "qwen3_5_moe_text": HYBRID_MOE, "deepseek_v3": DEEPSEEK}
+    c = config_from_hf({**raw[model_type], "model_type": model_type})
     f = read_flops(c, 100, 0)
     assert f["trunk"] == 2 * 100 * _used_weights(c)
     if model_type == "qwen3_5_text":  # 2 full layers' causal attention + 4 GDN layers' 3 dk x dv products
         g = c.linear_attention
         assert f["attention"] == 2 * 4 * c.num_heads * c.head_dim * attended_keys(100, 0) + \
             4 * 2 * 3 * g.head_k_dim * g.head_v_dim * g.num_v_heads * 100
-    else:  # routed: far below every expert on every token
+    elif model_type == "deepseek_v3":  # QK^T over nope + rope dims, PV over the value dims
+        assert c.dense_layers == 1
+        m = c.mla
+        assert f["attention"] == 3 * 2 * c.num_heads * (m.qk_head_dim + m.v_head_dim) * attended_keys(100, 0)
+    elif model_type == "qwen3_moe":  # routed: far below every expert on every token
         dense = read_flops(dataclasses.replace(c, moe=None, intermediate_size=c.moe_intermediate_size * c.moe.num_experts),
                            100, 0)["trunk"]
         assert f["trunk"] < dense

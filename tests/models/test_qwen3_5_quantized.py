@@ -10,7 +10,7 @@ import pytest
 import jaxeval
 from jaxeval.api import Model, build_module
 from jaxeval.models import quant
-from tests.models.test_qwen3_5 import VOCAB, every_position, reference  # noqa: F401 (the module's fixture)
+from test_qwen3_5 import VOCAB, every_position, reference  # noqa: F401 (the module's fixture)
 
 GDN_MATMULS = ("wq", "wk", "wv", "wz", "wb", "wa", "wo", "w_gate", "w_up", "w_down")
 
