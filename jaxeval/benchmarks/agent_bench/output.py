@@ -129,7 +129,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     notes: list[str] = []
     read_mode = mode
     if mode == "auto":  # stored ids only for the tokenizer the dataset declares (vocabulary.py)
-        vocabulary_note = auto_mode_note(tokenizer, data)
+        vocabulary_note = auto_mode_note(tokenizer, data, [items[0] for items in loaded.values() if items])
         if vocabulary_note is not None:
             notes.append(vocabulary_note)
             read_mode = TEXT_MODE

@@ -3,8 +3,9 @@
 The published items carry `qwen_*` token ids of the Qwen3.5 tokenizer. `auto` feeds them only to a model
 whose tokenizer is that tokenizer: the same vocabulary size (len(tokenizer), added tokens included) and the
 same token -> id table (a SHA-256 over every "id<TAB>token" line, in id order, of tokenizer.get_vocab(),
-whose tokens are the byte-level strings of tokenizer.json). Anything else re-tokenizes the texts (text mode)
-and says why.
+whose tokens are the byte-level strings of tokenizer.json); or, where only the table's hash differs, the same
+vocabulary size and the card's probe: the start of one item per split tokenizes to its stored ids
+(`probe_agrees`). Anything else re-tokenizes the texts (text mode) and says why.
 
 The dataset declares its tokenizer: a local folder may hold `tokenizer_identity.json`
 ({"name", "vocab_size", "sha256"}, written by `identity_file(tokenizer)`: the shipped sample declares the
@@ -93,10 +94,37 @@ def vocabulary_problem(tokenizer, declared: TokenizerIdentity) -> str | None:
             f"(the {differs} differs)")
 
 
-def auto_mode_note(tokenizer, data: str | Path) -> str | None:
+PROBE_CHARS = 4096  # of each probe item's text, tokenized by the model's tokenizer and compared with its stored ids
+
+
+def probe_agrees(tokenizer, items) -> bool:
+    """The card's own test when the table differs: the same vocabulary size is given, and the model's
+    tokenizer gives the stored ids for a probe set of strings, here the start of one item per split (the
+    first whose stored ids decode to whole characters there). False when no item has stored ids."""
+    probes = 0
+    for item in items:
+        ids = list(getattr(item, "stored_ids", None) or ())
+        if not ids:
+            continue
+        # about PROBE_CHARS characters; a cut inside a multi-byte character decodes to U+FFFD: cut earlier
+        cut = next((n for n in range(min(len(ids), PROBE_CHARS // 4), 0, -1)[:4]
+                    if item.text.startswith(tokenizer.decode(ids[:n]))), None)
+        if cut is None or tokenizer(tokenizer.decode(ids[:cut]), add_special_tokens=False)["input_ids"] != ids[:cut]:
+            return False
+        probes += 1
+    return probes > 0
+
+
+def auto_mode_note(tokenizer, data: str | Path, probe_items=()) -> str | None:
     """For `--mode auto`, once per run: None when the stored ids may be fed, else the logged reason for
-    re-tokenizing every text (text mode)."""
-    problem = vocabulary_problem(tokenizer, declared_tokenizer(data))
+    re-tokenizing every text (text mode). probe_items: one item per split, for the probe of
+    `probe_agrees` when the vocabulary size matches but the token table's hash does not."""
+    declared = declared_tokenizer(data)
+    problem = vocabulary_problem(tokenizer, declared)
+    if problem is not None and len(tokenizer) == declared.vocab_size and probe_agrees(tokenizer, probe_items):
+        log.info("longctx-agent-bench --mode auto: %s, but the probe texts tokenize to their stored ids: "
+                 "fed the stored ids", problem)
+        return None
     if problem is None:
         return None
     note = f"{problem}: re-tokenized the texts (text mode)"

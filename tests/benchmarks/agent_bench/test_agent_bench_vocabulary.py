@@ -108,3 +108,30 @@ def test_a_bad_declaration_is_one_clear_error(tmp_path, content, message):
     with pytest.raises(DataError, match=message) as info:
         declared_tokenizer(tmp_path)
     assert str(tmp_path / IDENTITY_FILE) in str(info.value)
+
+
+def test_a_table_differing_only_where_the_texts_do_not_reach_passes_the_probe(tokenizer, tmp_path, caplog):
+    """The card's own test: the same vocabulary size and the stored ids for a probe set of strings (the
+    start of one item per split). Two ids the text never uses exchanged: another table hash, same probe."""
+    record = facts_record()
+    own = tokenizer(record["text"], add_special_tokens=False)["input_ids"]
+    unused = [token for token, i in sorted(tokenizer.get_vocab().items(), key=lambda x: x[1])
+              if i not in set(own) and i > 300][:2]
+
+    def swap_unused(raw):
+        vocab = raw["model"]["vocab"]
+        a, b = unused
+        vocab[a], vocab[b] = vocab[b], vocab[a]
+
+    data = tmp_path / "data"
+    write_jsonl(data, [{**record, "qwen_ids": own}])
+    (data / IDENTITY_FILE).write_text(identity_file(tokenizer, "hand-made"), encoding="utf-8")
+    other = tokenizer_folder(tmp_path / "other", swap_unused)
+    assert "token -> id table differs" in vocabulary_problem(other, declared_tokenizer(data))
+    with caplog.at_level(logging.INFO, logger="jaxeval.benchmarks.agent_bench.vocabulary"):
+        result = run_agent_bench(OracleBackend(), other, data, lengths=("8k",))
+    assert result["mode"] == "stored_ids" and result["mode_notes"] == []
+    assert "the probe texts tokenize to their stored ids" in caplog.text
+    # the char-by-char ids of stored_ids_data decode to the text but are not the tokenizer's: no probe match
+    stored_ids_data(data, tokenizer, declare=tokenizer)
+    assert run_agent_bench(OracleBackend(), other, data, lengths=("8k",))["mode"] == "text"
