@@ -37,7 +37,8 @@ CONFIG = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_interm
               rope_scaling=YARN)
 # q_lora_rank null (a plain q_proj) with the half-split rope; set (q_a_proj, q_a_layernorm, q_b_proj) with
 # DeepSeek-V3's interleaved rope
-VARIANTS = {"q_proj": dict(q_lora_rank=None, rope_interleave=False), "q_lora": dict(q_lora_rank=24, rope_interleave=True)}
+VARIANTS = {"q_proj": dict(q_lora_rank=None, rope_interleave=False),
+            "q_lora": dict(q_lora_rank=24, rope_interleave=True)}
 
 
 def perturb(model, seed):
@@ -128,7 +129,7 @@ def test_config_fields():
     ("topk_group", 5, "'topk_group'=5 exceeds n_group=4"),
     ("num_experts_per_tok", 5, "'num_experts_per_tok'=5 exceeds the 4 experts"),
     ("first_k_dense_replace", 4, "'first_k_dense_replace'=4 exceeds num_hidden_layers=3"),
-    ("hidden_act", "gelu_pytorch_tanh", "'hidden_act'='gelu_pytorch_tanh' is not supported for model_type='deepseek_v3'"),
+    ("hidden_act", "gelu_pytorch_tanh", "'hidden_act'='gelu_pytorch_tanh' is not supported for model_type='deepseek"),
     ("norm_topk_prob", "yes", "'norm_topk_prob'='yes' must be true or false"),
     ("attention_bias", True, "'attention_bias'=True is not supported"),
 ])
