@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ transformers = pytest.importorskip("transformers")
 import jaxeval  # noqa: E402
 from jaxeval.engine.read import new_read_cache, read  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
+from jaxeval.models.checkpoint import save_checkpoint  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from jaxeval.models.kv_policy import check_supported, from_flags  # noqa: E402
 
@@ -161,6 +163,18 @@ def test_quantized_weights_refused(reference, tmp_path):
     (tmp_path / "fp8" / "config.json").write_text(json.dumps(raw))
     with pytest.raises(ConfigError, match="fp8: quantized weights are not supported"):
         jaxeval.load_model(tmp_path / "fp8", dtype="float32", load_tokenizer=False)
+
+
+def test_orbax_checkpoint_round_trip(reference, tmp_path):
+    """save_checkpoint holds both layer stacks ("dense_layers", "layers"); loading it gives the HF folder's model."""
+    _, folder = reference
+    model = jaxeval.load_model(folder, dtype="float32", load_tokenizer=False, prefill_chunk=256)
+    save_checkpoint(tmp_path / "ckpt", model.module.params(), json.loads((folder / "config.json").read_text()),
+                    "float32")
+    again = jaxeval.load_model(tmp_path / "ckpt", dtype="float32", load_tokenizer=False, prefill_chunk=256)
+    want, got = model.module.params(), again.module.params()
+    assert again.config == model.config and set(got) == set(want) >= {"dense_layers", "layers"}
+    assert all(jax.tree.leaves(jax.tree.map(np.array_equal, got, want)))
 
 
 def test_eight_devices_equal_one(tmp_path):
