@@ -87,9 +87,10 @@ def deepseek_fields(raw: dict[str, Any], rope, where: str) -> dict[str, Any]:
                           "at least 2 experts (each group scores its top two)")
     if top_groups > groups:
         raise ConfigError(f"{where}: field 'topk_group'={top_groups} exceeds n_group={groups}")
-    if top_k > top_groups * (experts // groups):
-        raise ConfigError(f"{where}: field 'num_experts_per_tok'={top_k} exceeds the {top_groups * (experts // groups)} "
-                          "experts of the topk_group selected groups")
+    selectable = top_groups * (experts // groups)
+    if top_k > selectable:
+        raise ConfigError(f"{where}: field 'num_experts_per_tok'={top_k} exceeds the {selectable} experts of the "
+                          "topk_group selected groups")
     if raw.get("hidden_act", "silu") != "silu":
         raise ConfigError(f"{where}: field 'hidden_act'={raw.get('hidden_act')!r} is not supported for "
                           "model_type='deepseek_v3' (silu only)")

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ transformers = pytest.importorskip("transformers")
 import jaxeval  # noqa: E402
 from jaxeval.engine.read import new_read_cache, read  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
+from jaxeval.models.checkpoint import save_checkpoint  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from jaxeval.models.kv_policy import check_supported, from_flags  # noqa: E402
 
@@ -37,7 +39,8 @@ CONFIG = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_interm
               rope_scaling=YARN)
 # q_lora_rank null (a plain q_proj) with the half-split rope; set (q_a_proj, q_a_layernorm, q_b_proj) with
 # DeepSeek-V3's interleaved rope
-VARIANTS = {"q_proj": dict(q_lora_rank=None, rope_interleave=False), "q_lora": dict(q_lora_rank=24, rope_interleave=True)}
+VARIANTS = {"q_proj": dict(q_lora_rank=None, rope_interleave=False),
+            "q_lora": dict(q_lora_rank=24, rope_interleave=True)}
 
 
 def perturb(model, seed):
@@ -128,7 +131,7 @@ def test_config_fields():
     ("topk_group", 5, "'topk_group'=5 exceeds n_group=4"),
     ("num_experts_per_tok", 5, "'num_experts_per_tok'=5 exceeds the 4 experts"),
     ("first_k_dense_replace", 4, "'first_k_dense_replace'=4 exceeds num_hidden_layers=3"),
-    ("hidden_act", "gelu_pytorch_tanh", "'hidden_act'='gelu_pytorch_tanh' is not supported for model_type='deepseek_v3'"),
+    ("hidden_act", "gelu_pytorch_tanh", "'hidden_act'='gelu_pytorch_tanh' is not supported for model_type='deepseek"),
     ("norm_topk_prob", "yes", "'norm_topk_prob'='yes' must be true or false"),
     ("attention_bias", True, "'attention_bias'=True is not supported"),
 ])
@@ -160,6 +163,18 @@ def test_quantized_weights_refused(reference, tmp_path):
     (tmp_path / "fp8" / "config.json").write_text(json.dumps(raw))
     with pytest.raises(ConfigError, match="fp8: quantized weights are not supported"):
         jaxeval.load_model(tmp_path / "fp8", dtype="float32", load_tokenizer=False)
+
+
+def test_orbax_checkpoint_round_trip(reference, tmp_path):
+    """save_checkpoint holds both layer stacks ("dense_layers", "layers"); loading it gives the HF folder's model."""
+    _, folder = reference
+    model = jaxeval.load_model(folder, dtype="float32", load_tokenizer=False, prefill_chunk=256)
+    save_checkpoint(tmp_path / "ckpt", model.module.params(), json.loads((folder / "config.json").read_text()),
+                    "float32")
+    again = jaxeval.load_model(tmp_path / "ckpt", dtype="float32", load_tokenizer=False, prefill_chunk=256)
+    want, got = model.module.params(), again.module.params()
+    assert again.config == model.config and set(got) == set(want) >= {"dense_layers", "layers"}
+    assert all(jax.tree.leaves(jax.tree.map(np.array_equal, got, want)))
 
 
 def test_eight_devices_equal_one(tmp_path):
