@@ -147,10 +147,10 @@ def layer_output(lp, c: ModelConfig, x, attn):
 def mlp(lp, c: ModelConfig, h):
     """The feed-forward block on normed h [..., D]: the gated MLP, or the routed experts of a MoE (c.moe)."""
     if c.moe is not None:
-        experts = {ours: lp[name] for ours, name in _MOE_PARAMS.items() if name in lp}
+        experts = {ours: dense_weight(lp[name], h.dtype) for ours, name in _MOE_PARAMS.items() if name in lp}
         if "shared_router" in lp:  # Qwen3.5-MoE: the dense MLP's weights are its gated shared expert
-            experts |= {"shared_gate": lp["w_gate"], "shared_up": lp["w_up"], "shared_down": lp["w_down"],
-                        "shared_router": lp["shared_router"]}
+            experts |= {"shared_gate": dense_weight(lp["w_gate"], h.dtype), "shared_up": dense_weight(lp["w_up"], h.dtype),
+                        "shared_down": dense_weight(lp["w_down"], h.dtype), "shared_router": lp["shared_router"]}
         return sparse_moe(experts, c.moe, h)
     inner = _activation(c, h @ dense_weight(lp["w_gate"], h.dtype)) * (h @ dense_weight(lp["w_up"], h.dtype))
     return inner @ dense_weight(lp["w_down"], inner.dtype)

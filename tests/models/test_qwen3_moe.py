@@ -140,3 +140,21 @@ print(json.dumps([float(np.abs(a.logprobs - b.logprobs).max()), bool((a.top1 == 
     assert out.returncode == 0, out.stderr[-2000:]
     diff, top1_same, tokens_same = json.loads(out.stdout.strip().splitlines()[-1])
     assert diff < 1e-5 and top1_same and tokens_same
+
+
+def test_quantize_on_load_covers_the_router_and_equals_the_dequantized_copy(reference):
+    """--quantize int8 quantizes the router (a plain linear weight; the experts stay as loaded), and the
+    MoE block rebuilds it inside the jitted step: the read equals a float copy of the dequantized codes."""
+    from jaxeval.api import Model, build_module
+    from jaxeval.models import quant
+
+    _, folder = reference
+    model = jaxeval.load_model(folder, dtype="float32", load_tokenizer=False, prefill_chunk=128, quantize="int8")
+    assert quant.is_quantized(model._params["layers"]["router"])
+    assert not quant.is_quantized(model._params["layers"]["moe_gate"])
+    copy = Model(module=build_module(model.config, quant.dequantize_tree(model._params, np.float32), "float32"),
+                 tokenizer=None, path=model.path, dtype="float32", fingerprint="dequantized-copy")
+    ids = np.random.default_rng(3).integers(3, VOCAB, 256)
+    positions = np.arange(1, len(ids))
+    got = model.read(ids, positions, ids[positions]).logprobs
+    np.testing.assert_allclose(got, copy.read(ids, positions, ids[positions]).logprobs, atol=2e-5, rtol=0)
