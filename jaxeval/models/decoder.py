@@ -208,10 +208,9 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
         if latent:
             values = keys
         window, sinks = attention_window(policy, window)
-        if c.attention_sinks:
-            sinks["sink_logits"] = sink_logits(lp, c)
+        learned = {"sink_logits": sink_logits(lp, c)} if c.attention_sinks else {}  # the keyword only where used
         attn = attend(q, dense_kv(keys, q.dtype), dense_kv(values, q.dtype), q_start, window, c.attention_scale,
-                      c.attn_logit_softcap, **sinks)
+                      c.attn_logit_softcap, **sinks, **learned)
     if c.attention_output_gate:
         attn = attn * output_gate(lp, c, x).astype(attn.dtype)
     x = layer_output(lp, c, x, attn)

@@ -47,7 +47,7 @@ def reference_logprobs(model, ids: np.ndarray) -> np.ndarray:
             cache = transformers.DynamicCache(config=model.config)
             for start in range(0, ids.size, REFERENCE_CHUNK):
                 piece = tokens[:, start:start + REFERENCE_CHUNK]
-                out = model(piece, past_key_values=cache, use_cache=True,
+                out = model(piece, cache=cache, use_cache=True,
                             cache_position=torch.arange(start, start + piece.shape[1]))
                 pieces.append(out.logits[0].float())
     logits = torch.cat(pieces)[:-1]

@@ -220,7 +220,6 @@ def test_long_parity(tmp_path):
     assert diff.max() <= TOL
 
 
-@pytest.mark.long  # ~40 s of CPU (compiles on 1 and on 8 devices): in CI's long tier
 def test_eight_devices_equal_one(reference):
     """data x tensor x context = 2 x 2 x 2 simulated devices: sinks split with the query heads over tensor."""
     _, folder = reference

@@ -93,7 +93,7 @@ def test_long_parity(tmp_path):
     assert diff.max() <= TOL
 
 
-@pytest.mark.long  # ~40 s of CPU (compiles on 1 and on 8 devices): in CI's long tier
+@pytest.mark.long  # 22 s (compiles on 1 and on 8 devices; gpt-oss's runs by default): CI's long tier
 @pytest.mark.parametrize("reference", [WINDOW], ids=["sliding"], indirect=True)
 def test_eight_devices_equal_one(reference):
     """data x tensor x context = 2 x 2 x 2 simulated devices (sliding layers, context-parallel prefill): reads
