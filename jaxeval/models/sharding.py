@@ -37,6 +37,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "moe_mlp": ("tensor",),
     "layers": (),
     "norm": (),
+    "quant_rows": (),  # a quantized weight's flattened input rows or groups (jaxeval.models.quant_sharding)
     # activations and logits
     "batch": ("data", "fsdp"),
     "sequence": ("context",),
