@@ -13,11 +13,15 @@ A few datasets of the embedded sample, 2 records each, 16 new tokens: about 3 mi
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
 from jaxeval.cli import main
-from test_compare import parse_tables
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "results"))
+from test_compare import parse_tables  # noqa: E402
 
 pytestmark = pytest.mark.realweights
 
