@@ -31,6 +31,7 @@ from jaxeval.models.mesh import make_mesh
 from jaxeval.models.gguf_quantized import LABEL as GGUF_BLOCKS, excluded, quantized_gguf_params
 from jaxeval.models.checkpoint_quant import folder_scheme, load_quantized_linears
 from jaxeval.models.quant import DEFAULT_GROUP, check_quantizable, check_quantize, dequantize_tree, quantize_params
+from jaxeval.models.quant_sharding import place_params
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
 
 DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
@@ -141,8 +142,9 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     channel): every matmul weight is rounded to it at load and held so on the device, rebuilt inside
     the jitted matmuls (jaxeval.models.quant); the embedding and the norms stay in dtype.
     A GGUF checkpoint's block-quantized matmul weights stay in their codes on the device the same
-    way (jaxeval.models.gguf_quantized; quantization "gguf-blocks"), unless dequantize=True, on a
-    mesh, or with quantize, when every tensor is dequantized at load as transformers does.
+    way (jaxeval.models.gguf_quantized; quantization "gguf-blocks"), unless dequantize=True or with
+    quantize, when every tensor is dequantized at load as transformers does. On a mesh, quantized
+    weights are sharded along their dense weight's logical axes (jaxeval.models.quant_sharding).
     kv_cache: a KV-cache policy for reads and generation (jaxeval.models.kv_policy): "int8", "fp8",
     "streaming", "snapkv" (their default settings) or a KVPolicy; None or "exact": the exact cache.
     It is recorded (Model.kv_cache) and part of the fingerprint.
@@ -156,7 +158,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         raise ConfigError(f"dtype={dtype!r} is not supported (choose auto, {', '.join(DTYPES)})")
     if attention not in BACKENDS:
         raise ConfigError(f"attention={attention!r} is not supported (choose {', '.join(BACKENDS)})")
-    quantization = check_quantize(quantize, quant_group, mesh)
+    quantization = check_quantize(quantize, quant_group)
     enable_compile_cache()  # before anything compiles (jaxeval/engine/compile_cache.py; JAXEVAL_COMPILE_CACHE=off)
     initialize_distributed()
     if dtype == "auto":  # after joining a multi-process run: asking for the platform touches devices
@@ -181,7 +183,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         check_mesh_fits(config, mesh, prefill_chunk)
         targets = param_shardings(param_shapes(config), mesh, param_axes(config))
     params, quantization = _load_params(folder, config, dtype, source, targets, quantization, quant_group,
-                                        dequantize)
+                                        dequantize, mesh)
     module = build_module(config, params, dtype)
     tokenizer = None
     if load_tokenizer:
@@ -194,24 +196,36 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
 
 
 def _load_params(folder: Path, config: ModelConfig, dtype: str, source, targets, quantize: str | None,
-                 quant_group: int, dequantize: bool) -> tuple[dict, str | None]:
+                 quant_group: int, dequantize: bool, mesh=None) -> tuple[dict, str | None]:
     """The parameters, and the label of how their matmul weights are held (Model.quantization).
 
     quantize: check_quantize's label (rounded at load) or None. A quantized checkpoint's weights
     (GGUF blocks; GPTQ, AWQ, compressed-tensors, FP8 safetensors) stay quantized unless dequantize
     or quantize; a GGUF dequantized takes gguf's own dequantization (the path transformers takes).
+    On a mesh (targets: the dense parameters' shardings), dense weights are read straight into their
+    shardings; quantized ones are built on the host and then placed (jaxeval.models.quant_sharding).
     """
     np_dtype = np.dtype(jnp.dtype(DTYPES[dtype]))
+    place = jnp.asarray if targets is None else np.asarray  # on a mesh: host arrays until place_params
     if is_jaxeval_checkpoint(folder):
-        params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=targets)
-        return _rounded(params, quantize, quant_group), quantize
+        params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=None if quantize else targets)
+        if not quantize:
+            return params, None
+        check_quantizable(config, f"{folder}: {quantize}")
+        params = _rounded(params, quantize, quant_group, place)
+        return (params if targets is None else place_params(params, mesh)), quantize
     scheme = None if source is not None else folder_scheme(folder)  # GPTQ, AWQ, compressed-tensors, FP8
     if scheme is not None or quantize or source is not None:
         check_quantizable(config, f"{folder}: {scheme.method if scheme else quantize or 'GGUF'}")
-    if targets is not None:
-        if scheme is not None:
-            raise ConfigError(f"{folder}: a {scheme.method} checkpoint on a mesh is not supported yet")
+    if targets is not None and scheme is None and not quantize and (source is None or dequantize):
         return load_hf_params(folder, config, np_dtype, shardings=targets, tensors=source), None
+    params, label = _quantized_params(folder, config, np_dtype, source, scheme, quantize, quant_group, dequantize,
+                                      place)
+    return (params if targets is None else place_params(params, mesh)), label
+
+
+def _quantized_params(folder, config, np_dtype, source, scheme, quantize, quant_group, dequantize, place):
+    """_load_params's quantized checkpoints and quantize-on-load, as `place` arrays (device or host)."""
     blocks, label = {}, None
     if scheme is not None:
         blocks, label = load_quantized_linears(folder, config, scheme), scheme.label
@@ -219,22 +233,22 @@ def _load_params(folder: Path, config: ModelConfig, dtype: str, source, targets,
             blocks, label = dequantize_tree(blocks, np_dtype), f"{label}-dequantized"
     elif source is not None and not (dequantize or quantize):
         blocks, label = quantized_gguf_params(source, config), GGUF_BLOCKS
-    blocks = jax.tree.map(jnp.asarray, blocks)
-    params = jax.tree.map(jnp.asarray, load_hf_params(folder, config, np_dtype, tensors=source,
+    blocks = jax.tree.map(place, blocks)
+    params = jax.tree.map(place, load_hf_params(folder, config, np_dtype, tensors=source,
                                                       exclude=frozenset(excluded(blocks) if blocks else ())))
     if blocks:
         params["layers"].update(blocks["layers"])
         params.update({"lm_head": blocks["lm_head"]} if "lm_head" in blocks else {})
     if not quantize:
         return params, label if blocks and excluded(blocks) else None
-    return _rounded(params, quantize, quant_group), f"{label}+{quantize}" if label else quantize
+    return _rounded(params, quantize, quant_group, place), f"{label}+{quantize}" if label else quantize
 
 
-def _rounded(params: dict, label: str | None, group: int) -> dict:
+def _rounded(params: dict, label: str | None, group: int, place=jnp.asarray) -> dict:
     """params with every matmul weight rounded to `label`'s kind (int8, int4-g128, fp8) at load."""
     if not label:
         return params
-    return jax.tree.map(jnp.asarray, quantize_params(params, label.split("-")[0], group))
+    return jax.tree.map(place, quantize_params(params, label.split("-")[0], group))
 
 
 def generation_eos_ids(folder: Path) -> tuple[int, ...]:

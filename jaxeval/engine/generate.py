@@ -26,19 +26,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxeval.engine.bounded_kv import (
+    bounded_layout, compact_row, decode_step_bounded, new_bounded_cache, uses_bounded_cache,
+)
 from jaxeval.engine.buckets import chunk_size, length_bucket
+from jaxeval.engine.decode_row import decode_row
 from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
 from jaxeval.engine.sampling import choose_tokens, prompt_keys
 from jaxeval.engine.snapkv import snapkv_masks
 from jaxeval.errors import InputTooLongError
-from jaxeval.models.attention import decode_attention
 from jaxeval.models import hybrid
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
-from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers, sink_logits
+from jaxeval.models.decoder import embed_tokens, run_layers
 from jaxeval.models.hybrid_layout import check_hybrid_mesh, is_hybrid
-from jaxeval.models.layer_stacks import layer_stacks
-from jaxeval.models.kv_policy import attention_window, new_kv_cache, stored_kv
+from jaxeval.models.kv_policy import new_kv_cache
 from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, replicated, zeros
 
@@ -80,42 +82,6 @@ def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, rope, *, config
     return constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE)
 
 
-def _decode_row(params, cache_k, cache_v, token, position, rope, config, keep=None):
-    """One sequence, one token: token (int scalar) at `position`; cache [L, S, KV, hd] holding positions < position.
-
-    rope: this row's RopeTables (inv_freq [L, R/2], scale [L]) for a sequence of position + 1 tokens.
-    Each layer writes its K/V at `position` into the cache (carried through the layer scan, so the
-    write is in place) and attends from it. keep: None, or this row's SnapKV mask [L, S, KV].
-    Returns (float32 logits [V] of the next token, cache).
-    """
-    windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
-    positions = position + jnp.arange(1)
-    policy = config.kv_cache
-
-    def layer(carry, xs, stack_config):
-        x, cache_k, cache_v = carry
-        lp, inv_freq, scale, window, i = xs
-        q, k, v = attention_inputs(lp, stack_config, x, positions, (inv_freq, scale))  # [1, 1, H or KV, hd]
-        cache_k, cache_v = (jax.tree.map(lambda c, n: jax.lax.dynamic_update_slice(c, n.astype(c.dtype),
-                                                                                   (i, position, 0, 0)),
-                                         cache, stored_kv(policy, new)) for cache, new in ((cache_k, k), (cache_v, v)))
-        window, sinks = attention_window(policy, window)
-        values = cache_k if config.mla is not None else cache_v  # latent attention: the values are the keys
-        attn = decode_attention(q[0, 0], cache_k, values, i, position, window, config.attention_scale,
-                                config.attn_logit_softcap, keep=keep, sink_logits=sink_logits(lp, config), **sinks)
-        return (layer_output(lp, stack_config, x, attn[None, None]), cache_k, cache_v), None
-
-    x = embed_tokens(params, config, token[None, None])
-    carry = (x, cache_k, cache_v)
-    for stack in layer_stacks(config):  # the cache and the per-layer tables are indexed by the model's layer
-        rows = stack.rows
-        xs = (params[stack.name], rope.inv_freq[rows], rope.scale[rows], windows[rows],
-              jnp.arange(config.num_layers)[rows])
-        carry, _ = jax.lax.scan(functools.partial(layer, stack_config=stack.config), carry, xs)
-    x, cache_k, cache_v = carry
-    return final_logits(params, config, x[0, 0]), cache_k, cache_v
-
-
 @functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1, 2))
 def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, top_p, rope, suppress=None, keep=None,
                 *, config, mesh=None):
@@ -131,7 +97,7 @@ def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, 
     data/fsdp, K/V heads over tensor, the sequence whole). Tokens and positions come back replicated.
     Returns (next tokens int32 [B], positions + 1, cache_k, cache_v).
     """
-    logits, cache_k, cache_v = jax.vmap(_decode_row, in_axes=(None, 0, 0, 0, 0, 0, None, 0))(
+    logits, cache_k, cache_v = jax.vmap(decode_row, in_axes=(None, 0, 0, 0, 0, 0, None, 0))(
         params, cache_k, cache_v, tokens, positions, rope, config, keep)
     if suppress is not None:  # the first min_new_tokens steps: end-of-generation ids cannot be chosen
         logits = logits + suppress
@@ -226,7 +192,7 @@ class _RowOutput:
 def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=None, temperature: float = 0.0,
              top_p: float = 1.0, seed: int = 0, tokenizer=None, eos_token_ids=None, stop_token_ids=None,
              min_new_tokens: int = 0, backend: str = "chunked", prefill_chunk_len: int = 2048, batch_size: int = 8,
-             mesh=None) -> list[Generation]:
+             mesh=None, bounded_kv: bool = True) -> list[Generation]:
     """Generate up to max_new_tokens after each prompt (a list of token-id lists of any lengths).
 
     eos_token_ids: the ids that end a generation; by default config.eos_token_ids plus the
@@ -237,6 +203,9 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
     top_p, then a draw keyed by (seed, prompt index, position). Prompts are batched batch_size at a
     time, longest first, each batch padded to a power-of-two number of rows; results come back in
     the order of `prompts`. mesh: the jaxeval mesh the params are sharded over (None: one device).
+    bounded_kv: under the streaming and snapkv policies, decode from a cache holding only what the
+    policy keeps (jaxeval.engine.bounded_kv); False: the policy as a mask over the full cache (the
+    reference the bounded cache is tested against).
     """
     arrays, stop = check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, config, tokenizer)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -259,14 +228,15 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
         rows = [_RowOutput(max_new_tokens, eos, stop, tokenizer, stop_ids) for _ in group]
         _generate_batch(params, config, [arrays[i] for i in group], group, rows, max_new_tokens,
                         temperature=temperature, top_p=top_p, seed=seed, backend=backend,
-                        prefill_chunk_len=prefill_chunk_len, mesh=mesh, suppress=(suppress, min_new_tokens))
+                        prefill_chunk_len=prefill_chunk_len, mesh=mesh, suppress=(suppress, min_new_tokens),
+                        bounded_kv=bounded_kv)
         for i, row in zip(group, rows):
             results[i] = row.result()
     return results
 
 
 def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *, temperature, top_p, seed,
-                    backend, prefill_chunk_len, mesh=None, suppress=(None, 0)):
+                    backend, prefill_chunk_len, mesh=None, suppress=(None, 0), bounded_kv=True):
     """Prefill then decode one batch; fills rows (one _RowOutput per prompt) in place.
 
     suppress: (float32 [V] logit bias or None, the number of first steps it applies to).
@@ -285,28 +255,20 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
 
     dtype = params["embed"].dtype
     hybrid_model = is_hybrid(config)  # its cache: K/V and Gated DeltaNet states (jaxeval.engine.hybrid_generate)
+    # streaming / snapkv: a cache of what the policy keeps, filled row by row below (policies refuse meshes, hybrids)
+    bounded = bounded_kv and uses_bounded_cache(config) and not hybrid_model and mesh is None
+    snapkv = config.kv_cache is not None and config.kv_cache.kind == "snapkv"
+    keep = cache = None
     if hybrid_model:
         check_hybrid_mesh(config, mesh)
         cache = hybrid.new_cache(config, b, cache_len, dtype, mesh)
-    else:
+    elif not bounded:
         cache = tuple(new_kv_cache(config.kv_cache, (b, config.num_layers, cache_len, config.num_kv_heads, width),
                                    dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
-                      for width in (config.head_dim, config.value_dim))
-    for r, prompt in enumerate(prompts):
-        padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
-        padded[0, :prompt.size] = prompt
-        rope = RopeTables(*(host_array(t, mesh) for t in rope_tables(config, prompt.size)))
-        for start in range(0, prompt.size - 1, chunk):
-            chunk_ids, at, row = (host_array(a, mesh) for a in (padded[:, start:start + chunk], np.int32(start),
-                                                                np.int32(r)))
-            if hybrid_model:  # the prompt's tokens but its last, and no padding, enter the GDN states
-                valid = jnp.int32(min(chunk, prompt.size - 1 - start))
-                cache = prefill_hybrid_row(params, cache, chunk_ids, at, row, valid, rope, config=config,
-                                           backend=backend, mesh=mesh)
-            else:
-                cache = prefill_row(params, *cache, chunk_ids, at, row, rope, config=config, backend=backend, mesh=mesh)
-    snapkv = config.kv_cache is not None and config.kv_cache.kind == "snapkv"
-    keep = snapkv_masks(params, config, cache, prompts) if snapkv else None  # the compressed prompts' slots
+                      for width in (config.head_dim, config.value_dim))  # latent attention: an empty value cache
+    if not bounded:
+        cache = _prefill(params, config, cache, prompts, chunk, backend, mesh, hybrid_model)
+        keep = snapkv_masks(params, config, cache, prompts) if snapkv else None  # the compressed prompts' slots
 
     ids = np.zeros(b, np.int32)
     ids[:n] = prompt_ids
@@ -330,6 +292,9 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
         """fed: tokens already decoded before this step; every row's sequence then has length + fed tokens."""
         rope = fixed_rope if fixed_rope is not None else device_rope(lengths + fed)
         step_bias = bias if fed < suppressed_steps else None
+        if bounded:
+            return decode_step_bounded(params, cache, tokens, positions, offsets, keys, temperature, top_p, rope,
+                                       step_bias, layout=layout, config=config)
         if hybrid_model:
             return decode_hybrid_step(params, cache, tokens, positions, keys, temperature, top_p, rope, step_bias,
                                       config=config, mesh=mesh)
@@ -338,7 +303,15 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
                                                           mesh=mesh)  # SnapKV: the first token sees the whole prompt
         return chosen, positions, (cache_k, cache_v)
 
-    upcoming, positions, cache = step(host_array(last, mesh), host_array(lengths - 1, mesh), cache, 0)
+    if bounded:  # each row's first token from its whole prompt, then the row compacted into the bounded cache
+        layout = bounded_layout(config, cache_len, longest, max_new_tokens)
+        offsets = jnp.asarray(lengths - layout.prompt_slots)
+        row_prompts = list(prompts) + [np.zeros(1, np.int32)] * (b - n)  # the padding rows' one-token prompts
+        upcoming, cache = _bounded_prefill(params, config, layout, row_prompts, cache_len, chunk, backend, keys,
+                                           temperature, top_p, device_rope, bias if suppressed_steps else None)
+        positions = jnp.asarray(lengths)
+    else:
+        upcoming, positions, cache = step(host_array(last, mesh), host_array(lengths - 1, mesh), cache, 0)
     for produced in range(1, max_new_tokens + 1):
         tokens = upcoming
         if produced < max_new_tokens:  # dispatch the next step before waiting for this one's tokens
@@ -349,3 +322,43 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
                 row.add(token)
         if all(row.finish_reason is not None for row in rows):
             break
+
+
+def _prefill(params, config, cache, prompts, chunk, backend, mesh, hybrid_model):
+    """cache with every prompt's tokens but its last written into its row, chunk by chunk."""
+    for r, prompt in enumerate(prompts):
+        padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
+        padded[0, :prompt.size] = prompt
+        rope = RopeTables(*(host_array(t, mesh) for t in rope_tables(config, prompt.size)))
+        for start in range(0, prompt.size - 1, chunk):
+            chunk_ids, at, row = (host_array(a, mesh) for a in (padded[:, start:start + chunk], np.int32(start),
+                                                                np.int32(r)))
+            if hybrid_model:  # the prompt's tokens but its last, and no padding, enter the GDN states
+                valid = jnp.int32(min(chunk, prompt.size - 1 - start))
+                cache = prefill_hybrid_row(params, cache, chunk_ids, at, row, valid, rope, config=config,
+                                           backend=backend, mesh=mesh)
+            else:
+                cache = prefill_row(params, *cache, chunk_ids, at, row, rope, config=config, backend=backend, mesh=mesh)
+    return cache
+
+
+def _bounded_prefill(params, config, layout, prompts, cache_len, chunk, backend, keys, temperature, top_p, device_rope,
+                     bias):
+    """(first new tokens int32 [B], the bounded cache (jaxeval.engine.bounded_kv) of the prompts' rows).
+
+    Each prompt is prefilled alone into a full one-row cache of cache_len slots, SnapKV votes on it,
+    its first token is decoded from the whole prompt (as in the masked form), and the row is compacted."""
+    cache, first = new_bounded_cache(layout, len(prompts), config, params["embed"].dtype), []
+    snapkv = config.kv_cache.kind == "snapkv"
+    for r, prompt in enumerate(prompts):
+        empty = tuple(jnp.zeros((1, config.num_layers, cache_len, config.num_kv_heads, config.head_dim),
+                                params["embed"].dtype) for _ in range(2))
+        row = _prefill(params, config, empty, [prompt], chunk, backend, None, False)
+        keep = snapkv_masks(params, config, row, [prompt]) if snapkv else None
+        size = np.array([prompt.size], np.int32)
+        chosen, _, row_k, row_v = decode_step(params, *row, jnp.asarray(prompt[-1:]), jnp.asarray(size - 1),
+                                              keys[r:r + 1], temperature, top_p, device_rope(size), bias, config=config)
+        cache = compact_row(cache, row_k, row_v, keep, jnp.int32(prompt.size), jnp.int32(r), layout=layout,
+                            config=config)
+        first.append(chosen)
+    return jnp.concatenate(first), cache

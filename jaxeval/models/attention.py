@@ -134,7 +134,7 @@ def _online_init(shape, d, sink=None):
 
 
 def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512, sinks=None,
-                     keep=None, sink_logits=None):
+                     keep=None, sink_logits=None, slot_positions=None):
     """One query against one layer of a stacked KV cache, for token-by-token decoding.
 
     q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written;
@@ -142,7 +142,10 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
     scalars. Key blocks are sliced straight out of the stacked cache and only those the query can
     see (causal, sliding window, sinks) are visited, so the cache is never copied (every backend
     decodes with this: one query row has no long query blocks to tile). keep: None, or bool
-    [L, S, KV], the slots each KV head still sees (a SnapKV-compressed prompt).
+    [L, S, KV], the slots each KV head still sees (a SnapKV-compressed prompt). slot_positions: None
+    (slot j holds position j), or int [L, S, KV], the position each slot of a bounded cache holds
+    (jaxeval.engine.bounded_kv: a ring buffer, a compacted prompt; EMPTY_SLOT where none): then
+    every block is visited and the causal / window / sink rules apply to the slots' positions.
     """
     h, d = q.shape
     s_len, num_kv = cache_k.shape[1], cache_k.shape[2]
@@ -150,8 +153,11 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
     if s_len % bk:
         raise ValueError(f"decode attention needs the cache length {s_len} to be a multiple of {bk}")
     rows = q.reshape(num_kv, h // num_kv, d)  # the query heads of each KV group
-    first = jnp.where(window > 0, jnp.maximum(position - window + 1, 0), 0) // bk
-    last = position // bk + 1
+    if slot_positions is None:
+        first = jnp.where(window > 0, jnp.maximum(position - window + 1, 0), 0) // bk
+        last = position // bk + 1
+    else:  # slots are not in position order: visit them all (a bounded cache is small)
+        first, last = 0, s_len // bk
 
     def key_block(j, carry):
         m, l, acc = carry
@@ -159,10 +165,14 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
         s = jnp.einsum("kgd,skd->kgs", rows, kb, preferred_element_type=jnp.float32) * scale
         if softcap:
             s = jnp.tanh(s / softcap) * softcap
-        diff = position - (j * bk + jnp.arange(bk))
+        if slot_positions is None:
+            key_positions = j * bk + jnp.arange(bk)
+        else:  # [bk, KV] -> [KV, 1, bk]
+            key_positions = jax.lax.dynamic_slice(slot_positions, (layer, j * bk, 0), (1, bk, num_kv))[0].T[:, None, :]
+        diff = position - key_positions
         seen = (diff >= 0) & ((window <= 0) | (diff < window))
         if sinks is not None:
-            seen = seen | ((diff >= 0) & (j * bk + jnp.arange(bk) < sinks))
+            seen = seen | ((diff >= 0) & (key_positions < sinks))
         if keep is not None:  # [bk, KV] -> [KV, 1, bk]
             seen = seen & jax.lax.dynamic_slice(keep, (layer, j * bk, 0), (1, bk, num_kv))[0].T[:, None, :]
         s = jnp.where(seen, s, MASK_VALUE)
@@ -174,7 +184,7 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
 
     shape = (num_kv, h // num_kv)
     init = _online_init(shape, d, None if sink_logits is None else _head_rows(sink_logits, num_kv))
-    if sinks is not None:  # the sinks' blocks that lie before the window's first
+    if sinks is not None and slot_positions is None:  # the sinks' blocks that lie before the window's first
         init = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block, init)
     _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
     return (acc / l[..., None]).reshape(h, d).astype(q.dtype)

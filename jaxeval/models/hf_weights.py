@@ -19,8 +19,8 @@ from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.hybrid_weights import load_hybrid_params
 from jaxeval.models.layer_stacks import layer_stacks
-from jaxeval.models.param_layout import (TOP, fused_columns, fused_rows, hf_layout, hf_name, hf_shape, param,
-                                         param_shapes, to_ours)
+from jaxeval.models.param_layout import (TOP, fused_columns, fused_rows, hf_layout, hf_name, hf_shape, param_shapes,
+                                         to_ours)
 from jaxeval.models.safetensors_io import SafetensorsFolder
 
 # Text-model prefixes, tried in order (multimodal Gemma 3 keeps its text tower under language_model).

@@ -11,16 +11,18 @@ ModelConfig.kv_cache so every jitted step sees it as static data; it is recorded
   read sees what a token-by-token decode on that cache would.
 - streaming (StreamingLLM): a query sees the first `sinks` positions and the last `window`
   positions (itself included). Positions keep their original RoPE indices: the paper re-indexes
-  positions within the cache, jaxeval does not (the label says positions=original). The bound is
-  applied as a mask: the cache still holds every position, the numbers are the bounded cache's.
+  positions within the cache, jaxeval does not (the label says positions=original). Generation
+  decodes from a bounded cache of sinks + window slots (jaxeval.engine.bounded_kv, a ring buffer);
+  teacher-forced reads apply the bound as a mask over their chunked prefill's cache.
 - snapkv (generation only): after a prompt's prefill, each layer and KV head keeps the
   `budget - window` prompt positions most attended by the prompt's last `window` queries (the
   softmax probabilities summed over those queries and over the KV head's query heads, then max-
   or average-pooled over `kernel` neighbouring positions, SnapKV's vote), plus the window: `budget`
   prompt positions in all, SnapKV's max_capacity_prompt; a prompt of at most `budget` tokens keeps
   everything. The first new token comes from the full prompt, as in SnapKV (compression follows
-  the prefill); every later one sees the kept positions and the generated tokens. Applied as a
-  mask over the cache, exactly what the compacted cache gives.
+  the prefill); every later one sees the kept positions and the generated tokens, decoded from a
+  cache holding only those (jaxeval.engine.bounded_kv; the mask over the full cache, keep, is the
+  reference form it is tested against).
 
 streaming and snapkv bound the full-attention layers; sliding-window layers keep their own window.
 Policies run on one device with the xla or chunked backends' prefill (int8, fp8 and snapkv with

@@ -175,7 +175,7 @@ def stack(layers: list[Quantized]) -> Quantized:
     return dataclasses.replace(first, **arrays)
 
 
-def check_quantize(kind: str | None, group: int, mesh) -> str | None:
+def check_quantize(kind: str | None, group: int) -> str | None:
     """The quantization's label for results and fingerprints ("int8", "int4-g128", "fp8"), None for none."""
     if kind in (None, "", "none"):
         return None
@@ -183,8 +183,6 @@ def check_quantize(kind: str | None, group: int, mesh) -> str | None:
         raise ConfigError(f"quantize={kind!r} is not supported (choose none, {', '.join(KINDS)})")
     if kind == "int4" and (not isinstance(group, int) or group < 2 or group % 2):
         raise ConfigError(f"quant_group={group!r}: int4 needs an even number of rows per group (e.g. 32, 64, 128)")
-    if mesh is not None:
-        raise ConfigError(f"quantize={kind} is not supported on a mesh yet: load without mesh, or unquantized")
     return f"int4-g{group}" if kind == "int4" else kind
 
 

@@ -116,7 +116,7 @@ def memory_inputs(args, config, gguf) -> tuple[str, dict, int]:
     else:
         mesh = parse_mesh_spec(mesh_arg) if mesh_arg else {"data": 1, "fsdp": 1, "tensor": 1, "context": 1}
     quantize = None if getattr(args, "quantize", "none") in (None, "none") else args.quantize
-    keep_blocks = gguf if (gguf is not None and not getattr(args, "dequantize", False) and not mesh_arg) else None
+    keep_blocks = gguf if (gguf is not None and not getattr(args, "dequantize", False)) else None  # mesh too
     return dtype, mesh, cost.weight_bytes(config, dtype, quantize, getattr(args, "quant_group", 128), keep_blocks)
 
 

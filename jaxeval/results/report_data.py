@@ -15,6 +15,7 @@ import dataclasses
 import math
 import re
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from jaxeval.errors import DataError

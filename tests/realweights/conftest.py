@@ -80,6 +80,11 @@ def pytest_terminal_summary(terminalreporter):
                 f"{entry['top1_mismatches']}  mean NLL {entry['mean_nll']:.2f} ({entry['mean_nll_in_context']:.2f} in "
                 f"context)  {entry['wall_s']:.0f} s")
             terminalreporter.write_line(f"{'':<13} per 4k window: {windows}")
+        elif entry["kind"] == "delta":
+            groups = "  ".join(f"{g}: {v['delta']} {v['ci']} (n={v['paired']})" for g, v in entry["groups"].items())
+            terminalreporter.write_line(
+                f"{entry['model']:<13} {entry['comparison']}, {entry['benchmark']}: {entry['identical_outputs']} of "
+                f"{entry['samples']} outputs identical; paired delta {groups}  {entry['wall_s']:.0f} s")
         else:
             terminalreporter.write_line(
                 f"{entry['model']:<13} greedy {entry['new_tokens']} tokens after {entry['prompt_tokens']}: "

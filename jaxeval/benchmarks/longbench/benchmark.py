@@ -21,6 +21,8 @@ from jaxeval.metrics.edit_similarity import BACKENDS
 @dataclasses.dataclass(frozen=True)
 class LongBenchSettings:
     data: str | None = setting(None, "LongBench JSONL folder (default: embedded sample)")
+    datasets: str | None = setting(None, "comma-separated v1 dataset names, e.g. hotpotqa,trec (default: all of the "
+                                         "task's: 21, LongBench-E 13)")
 
 
 def _stderrs(result: dict, dataset: str, e: bool) -> dict:
@@ -57,18 +59,20 @@ class LongBench(Benchmark):
     def validate(self, task: str, settings: LongBenchSettings) -> list[str]:
         """Parse and check every record of the task's datasets (DataError if not)."""
         from jaxeval.benchmarks.longbench.data import load_config
-        from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, SHIPPED_SAMPLE, config_name
+        from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, SHIPPED_SAMPLE, check_datasets, config_name
 
         e = task == "longbench_e"
         data = settings.data or SHIPPED_SAMPLE
-        return [f"{task} {name}: {len(load_config(data, config_name(name, e)))} records valid"
-                for name in (E_DATASETS if e else DATASETS)]
+        chosen = check_datasets(settings.datasets, e) if settings.datasets else (E_DATASETS if e else DATASETS)
+        return [f"{task} {name}: {len(load_config(data, config_name(name, e)))} records valid" for name in chosen]
 
     def run(self, ctx: RunContext, settings: LongBenchSettings) -> tuple[dict, str]:
         from jaxeval.benchmarks.longbench import format_scores_table, run_longbench
 
         tokenizer = require_tokenizer(ctx.model, "LongBench")
         kwargs = {"data": settings.data} if settings.data else {}
+        if settings.datasets:
+            kwargs["datasets"] = settings.datasets
         result = run_longbench(ctx.model, tokenizer, e=ctx.task == "longbench_e", limit=ctx.limit,
                                batch_size=ctx.batch_size, journal=ctx.journal, log_prompts=ctx.log_prompts, **kwargs)
         result["sample_log"] = [{"key": "/".join(map(str, output["key"])) + "/0", "dataset": dataset, **output}
