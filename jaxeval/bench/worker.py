@@ -146,7 +146,7 @@ class JaxevalSide:
         from jaxeval.engine import generate, read
 
         fns = {name: getattr(module, name, None) for module, names in
-               ((read, ("prefill_chunk", "prefill_hybrid_chunk", "read_head")), (generate, ("prefill_row", "decode_step")))
+               ((read, ("prefill_chunk", "prefill_hybrid_chunk", "gather_rows", "read_head")), (generate, ("prefill_row", "decode_step")))
                for name in names}
         return {name: fn._cache_size() for name, fn in fns.items() if hasattr(fn, "_cache_size")}
 
