@@ -68,7 +68,7 @@ class CountingModel:
         self.stats["tokens"] += n
         return _placeholder(positions, tokens)
 
-    def read_many(self, requests):
+    def read_many(self, requests, batch_size: int = 1):  # batching changes no count
         from jaxeval.engine.prefix_reuse import SharedReads, planned_segments
 
         requests = list(requests)
