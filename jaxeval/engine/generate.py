@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxeval.engine.buckets import chunk_size, length_bucket
+from jaxeval.engine.buckets import chunk_size, generation_batches, length_bucket
 from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
 from jaxeval.engine.sampling import choose_tokens, prompt_keys
 from jaxeval.engine.snapkv import snapkv_masks
@@ -228,8 +228,10 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
     "stop"; the id is kept in the tokens). min_new_tokens: the EOS and stop ids cannot be chosen
     before that many tokens are out (transformers' min_new_tokens). temperature 0 is greedy; otherwise temperature, then
     top_p, then a draw keyed by (seed, prompt index, position). Prompts are batched batch_size at a
-    time, longest first, each batch padded to a power-of-two number of rows; results come back in
-    the order of `prompts`. mesh: the jaxeval mesh the params are sharded over (None: one device).
+    time, longest first, a batch only of prompts on one length rung with one cache rung
+    (buckets.generation_batches), so each row runs with the shapes it would get alone and greedy
+    output is that of one prompt at a time; each batch is padded to a power-of-two number of
+    rows. Results come back in the order of `prompts`. mesh: the jaxeval mesh the params are sharded over (None: one device).
     """
     arrays, stop = check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, config, tokenizer)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -245,10 +247,8 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
         suppress = np.zeros(config.vocab_size, np.float32)
         suppress[[t for t in eos | stop_ids if t < config.vocab_size]] = -np.inf
 
-    order = sorted(range(len(arrays)), key=lambda i: -arrays[i].size)  # similar lengths batch together
     results: list[Generation | None] = [None] * len(arrays)
-    for first in range(0, len(order), batch_size):
-        group = order[first:first + batch_size]
+    for group in generation_batches([a.size for a in arrays], max_new_tokens, batch_size):
         rows = [_RowOutput(max_new_tokens, eos, stop, tokenizer, stop_ids) for _ in group]
         _generate_batch(params, config, [arrays[i] for i in group], group, rows, max_new_tokens,
                         temperature=temperature, top_p=top_p, seed=seed, backend=backend,
