@@ -5,7 +5,7 @@ from __future__ import annotations
 
 ENTRY_POINTS = {
     "jaxeval.engine.read": ("prefill_chunk", "prefill_hybrid_chunk", "gather_rows", "read_head"),
-    "jaxeval.engine.generate": ("prefill_row", "decode_step"),
+    "jaxeval.engine.generate": ("prefill_row", "prefill_rows", "decode_step"),
 }
 
 

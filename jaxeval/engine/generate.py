@@ -5,9 +5,12 @@ length or per sampling setting: a batch of prompts is padded to a power-of-two n
 and its KV cache [rows, L, S, KV, hd] gets S = the length-ladder rung holding the longest prompt
 plus the new tokens.
 
-- Prefill runs each prompt alone, chunk by chunk (chunk length from the prompt's ladder rung),
-  into its row of the cache; the row and the chunk start are traced. It writes every prompt token
-  but the last, so a short prompt costs its own chunks, not the longest prompt's, and needs no head.
+- Prefill runs chunk by chunk (chunk length from the longest prompt's ladder rung; a batch holds
+  one rung, buckets.generation_batches) and writes every prompt token but the last, so it needs
+  no head. On one device all rows of a batch run each chunk together (prefill_rows: rows padded
+  to the longest prompt; padding past a prompt is overwritten by decoding before any query can
+  see it); on a mesh, for a hybrid, or when the rows' ropes differ, each prompt runs alone into
+  its row of the cache (prefill_row; the row and the chunk start are traced).
 - Decode is written for one sequence and vmapped over the rows with per-row positions, so rows of
   different lengths decode together. The first step feeds each prompt's last token. Each layer
   writes its K/V into the donated cache in place and attends from it (decode_attention reads key
@@ -35,10 +38,11 @@ from jaxeval.models.attention import decode_attention
 from jaxeval.models import hybrid
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
-from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output, run_layers
+from jaxeval.models.decoder import (attention_inputs, embed_tokens, final_logits, layer_forward, layer_output,
+                                    run_layers)
 from jaxeval.models.hybrid_layout import check_no_mesh, is_hybrid
 from jaxeval.models.kv_policy import attention_window, new_kv_cache, stored_kv
-from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
+from jaxeval.models.rope import RopeTables, length_dependent, rope_key, rope_tables, row_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, replicated, zeros
 
 FINISH_REASONS = ("eos", "stop", "length")
@@ -77,6 +81,36 @@ def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, rope, *, config
     cache_k, cache_v = (jax.tree.map(lambda c, n: write_row(c, jnp.swapaxes(n, 0, 1), row, start, mesh, DECODE_CACHE),
                                      cache, new) for cache, new in ((cache_k, k_new), (cache_v, v_new)))
     return constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE)
+
+
+@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1, 2))
+def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend):
+    """prefill_row for every row of the batch at once (one device): chunk_ids int [B, C], row r's
+    prompt tokens at positions start .. start + C - 1 (padding past its prompt, as prefill_row's).
+
+    cache_k, cache_v [B, L, S, KV, hd]; rope: the RopeTables every row shares. Each layer attends
+    from its own slice of the cache (cache[:, layer], [B, S, KV, hd]: one layer's copy, never the
+    whole cache transposed), and the chunk's K/V are written after the scan, in place.
+    """
+    c = chunk_ids.shape[1]
+    positions = start + jnp.arange(c)
+    windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
+
+    def layer(x, xs):
+        lp, inv_freq, scale, window, i = xs
+        layer_cache = tuple(jax.tree.map(lambda t: jax.lax.dynamic_index_in_dim(t, i, axis=1, keepdims=False), cache)
+                            for cache in (cache_k, cache_v))
+        return layer_forward(lp, config, x, positions, (inv_freq, scale), window, layer_cache, start, backend)
+
+    x = embed_tokens(params, config, chunk_ids)
+    xs = (params["layers"], rope.inv_freq, rope.scale, windows, jnp.arange(config.num_layers))
+    _, (k_new, v_new) = jax.lax.scan(layer, x, xs)  # [L, B, C, KV, hd]
+
+    def write(cache, new):
+        return jax.lax.dynamic_update_slice(cache, jnp.swapaxes(new, 0, 1).astype(cache.dtype),
+                                            (0, 0, start) + (0,) * (cache.ndim - 3))
+
+    return (jax.tree.map(write, cache_k, k_new), jax.tree.map(write, cache_v, v_new))
 
 
 def _decode_row(params, cache_k, cache_v, token, position, rope, config, keep=None):
@@ -285,7 +319,18 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
         cache_shape = (b, config.num_layers, cache_len, config.num_kv_heads, config.head_dim)
         cache = tuple(new_kv_cache(config.kv_cache, cache_shape, dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
                       for _ in range(2))
-    for r, prompt in enumerate(prompts):
+    # one device, K/V layers only, one rope for all rows: every chunk of all rows in one step
+    batched_prefill = not hybrid_model and mesh is None and b > 1 and \
+        len({rope_key(config, p.size) for p in prompts}) == 1
+    if batched_prefill:
+        padded = np.zeros((b, -(-longest // chunk) * chunk), np.int32)  # padding rows: token 0
+        for r, prompt in enumerate(prompts):
+            padded[r, :prompt.size] = prompt
+        rope = RopeTables(*(jnp.asarray(t) for t in rope_tables(config, prompts[0].size)))
+        for start in range(0, longest - 1, chunk):
+            cache = prefill_rows(params, *cache, jnp.asarray(padded[:, start:start + chunk]), jnp.int32(start), rope,
+                                 config=config, backend=backend)
+    for r, prompt in enumerate(() if batched_prefill else prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
         padded[0, :prompt.size] = prompt
         rope = RopeTables(*(host_array(t, mesh) for t in rope_tables(config, prompt.size)))
