@@ -75,19 +75,33 @@ class Model:
         self.stats["tokens"] += int(np.max(positions))
         return result
 
-    def read_many(self, requests):
+    def read_many(self, requests, batch_size: int = 1):
         """Teacher-forced reads of many (ids, positions, tokens) requests, each shared token prefix run once.
 
         -> jaxeval.engine.prefix_reuse.SharedReads: results in request order (identical to separate
         reads up to float32 noise), tokens_run and tokens_naive (one separate read per request).
+        batch_size: requests that share no prefix are read that many per step (read_batch).
         """
         from jaxeval.engine.prefix_reuse import read_many
 
         shared = read_many(self._params, self.config, requests, backend=self.attention,
-                           prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
+                           prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh,
+                           batch_size=batch_size)
         self.stats["reads"] += len(shared.results)
         self.stats["tokens"] += shared.tokens_run
         return shared
+
+    def read_batch(self, requests, batch_size: int = 8) -> list[ReadResult]:
+        """read() of every (ids, positions, tokens) request, in order; sequences of one length bucket
+        batch_size per jitted step (jaxeval.engine.batch_read), the results those of read()."""
+        from jaxeval.engine.batch_read import read_batch
+
+        requests = list(requests)
+        results = read_batch(self._params, self.config, requests, batch_size=batch_size, backend=self.attention,
+                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
+        self.stats["reads"] += len(results)
+        self.stats["tokens"] += sum(int(np.max(positions)) for _, positions, _ in requests)
+        return results
 
     def final_states(self, ids, rows):
         """float32 [K, D]: the final-norm hidden state at each token index of rows in ids (jaxeval.engine.states)."""

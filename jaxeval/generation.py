@@ -167,6 +167,16 @@ def generate(backend, prompts: Sequence[Sequence[int]], options: GenerationOptio
     return list(outputs)
 
 
+def bucket_order(prompt_lengths: Sequence[int], max_new_tokens: int) -> list[int]:
+    """Prompt indices, the prompts of one length bucket (jaxeval.engine.buckets.generation_bucket)
+    together, longest first: a runner's fixed journal batches in this order fill the engine's
+    batches (which never mix buckets) instead of splitting them."""
+    from jaxeval.engine.buckets import generation_batches
+
+    return [i for batch in generation_batches(list(prompt_lengths), max_new_tokens, max(1, len(prompt_lengths)))
+            for i in batch]
+
+
 def decoded(tokenizer, output) -> str:
     """A generation's new tokens decoded with special tokens skipped, nothing stripped (the
     official harnesses' rule); its .text when it carries no tokens."""

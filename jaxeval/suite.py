@@ -194,6 +194,13 @@ def plan_estimate(args, tasks: list[str], model=None) -> dict:
     return plan | {"seconds": round(time.perf_counter() - started, 3)}
 
 
+def compile_counts() -> dict:
+    """Executables each engine entry point compiled in this process (jaxeval.engine.compiles)."""
+    from jaxeval.engine.compiles import compile_counts as counts
+
+    return counts()
+
+
 def measured_memory() -> dict:
     """Peak host RSS of this process and the first device's peak bytes in use (None on CPU)."""
     import resource
@@ -244,7 +251,7 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
     journal.close()
     checkpoint()
     timing = {"wall_time_s": round(time.perf_counter() - t0, 3), "tasks_s": task_seconds,
-              "resumed_records": journal.resumed, "memory": measured_memory()}
+              "resumed_records": journal.resumed, "memory": measured_memory(), "compiles": compile_counts()}
     finish_results(results, config=config, config_hash=hash_, model=model, run_name=name, journal=journal,
                    timing=timing)
     if plan is not None:

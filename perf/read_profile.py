@@ -38,7 +38,7 @@ def main() -> None:
     from jaxeval.bench.shapes import SHAPES, read_flops, shape_folder
     from jaxeval.bench.worker import random_ids
     from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
-    from jaxeval.engine.read import host_rope, prefill_chunk, read_head
+    from jaxeval.engine.read import gather_rows, host_rope, prefill_chunk, read_head
 
     folder = shape_folder(args.model) if args.model in SHAPES else args.model
     model = jaxeval.load_model(folder, dtype="float32")
@@ -69,7 +69,7 @@ def main() -> None:
         return jnp.zeros(shape, jnp.float32), jnp.zeros(shape, jnp.float32), jnp.zeros((k_pad, c.hidden_size), jnp.float32)
 
     ck, cv, hidden = fresh()
-    chunk_args = (params, ck, cv, jnp.asarray(padded[:, :chunk]), jnp.int32(0), hidden, jnp.asarray(gather_at), rope)
+    chunk_args = (params, ck, cv, jnp.asarray(padded[:, :chunk]), jnp.int32(0), rope)
     cost_chunk = prefill_chunk.lower(*chunk_args, **kw).compile().cost_analysis()
     head_args = (params, hidden, jnp.asarray(tokens))
     cost_head = read_head.lower(*head_args, config=c).compile().cost_analysis()
@@ -91,8 +91,9 @@ def main() -> None:
         chunks = []
         for start in range(0, n - 1, chunk):
             t0 = time.perf_counter()
-            ck, cv, hidden = prefill_chunk(params, ck, cv, jnp.asarray(padded[:, start:start + chunk]), jnp.int32(start),
-                                           hidden, jnp.asarray(gather_at), rope, **kw)
+            ck, cv, x = prefill_chunk(params, ck, cv, jnp.asarray(padded[:, start:start + chunk]), jnp.int32(start),
+                                      rope, **kw)
+            hidden = gather_rows(x, jnp.int32(start), hidden, jnp.asarray(gather_at))
             jax.block_until_ready(hidden)
             chunks.append(time.perf_counter() - t0)
         t0 = time.perf_counter()

@@ -42,6 +42,7 @@ def test_real_run_resumes_from_a_damaged_journal_to_identical_results(tmp_path, 
     (results,) = tmp_path.glob("*.json")
     (journal,) = tmp_path.glob("*.journal.jsonl")
     first = json.loads(results.read_text())
+    assert first["timing"]["compiles"]["prefill_chunk"] >= 1  # executables per engine entry point
     lines = journal.read_text().splitlines(keepends=True)
     assert [json.loads(line)["key"] for line in lines[1:]] == [
         "agent_bench/facts/8k/facts-8k-000/0", "agent_bench/rules/rules_en/8k/all/0"]

@@ -143,12 +143,10 @@ class JaxevalSide:
 
     def jit_cache_sizes(self) -> dict:
         """Executables held by each engine entry point (one per shape bucket)."""
-        from jaxeval.engine import generate, read
+        from jaxeval.engine import generate, read  # noqa: F401  (imported: counted even before a first call)
+        from jaxeval.engine.compiles import compile_counts
 
-        fns = {name: getattr(module, name, None) for module, names in
-               ((read, ("prefill_chunk", "prefill_hybrid_chunk", "read_head")), (generate, ("prefill_row", "decode_step")))
-               for name in names}
-        return {name: fn._cache_size() for name, fn in fns.items() if hasattr(fn, "_cache_size")}
+        return compile_counts()
 
 
 class _ReadOnly:

@@ -35,3 +35,18 @@ def chunk_size(bucket: int, preferred: int) -> int:
     while size * 2 <= min(preferred, bucket) and bucket % (size * 2) == 0:
         size *= 2
     return size
+
+
+def generation_bucket(prompt_tokens: int, max_new_tokens: int) -> tuple[int, int]:
+    """(prompt rung, cache rung) of a generation: prompts that share both decode together with the
+    shapes (prefill chunk, KV cache length) each would get alone."""
+    return length_bucket(prompt_tokens), length_bucket(prompt_tokens + max_new_tokens - 1)
+
+
+def generation_batches(prompt_tokens, max_new_tokens: int, batch_size: int) -> list[list[int]]:
+    """Indices of the prompts (their lengths in prompt_tokens) per engine batch: one generation_bucket
+    per batch, at most batch_size, longest first (ties in prompt order)."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i in sorted(range(len(prompt_tokens)), key=lambda i: -prompt_tokens[i]):
+        groups.setdefault(generation_bucket(prompt_tokens[i], max_new_tokens), []).append(i)
+    return [group[first:first + batch_size] for group in groups.values() for first in range(0, len(group), batch_size)]

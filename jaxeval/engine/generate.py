@@ -5,9 +5,12 @@ length or per sampling setting: a batch of prompts is padded to a power-of-two n
 and its KV cache [rows, L, S, KV, hd] gets S = the length-ladder rung holding the longest prompt
 plus the new tokens.
 
-- Prefill runs each prompt alone, chunk by chunk (chunk length from the prompt's ladder rung),
-  into its row of the cache; the row and the chunk start are traced. It writes every prompt token
-  but the last, so a short prompt costs its own chunks, not the longest prompt's, and needs no head.
+- Prefill runs chunk by chunk (chunk length from the longest prompt's ladder rung; a batch holds
+  one rung, buckets.generation_batches) and writes every prompt token but the last, so it needs
+  no head. On one device all rows of a batch run each chunk together (prefill_rows: rows padded
+  to the longest prompt; padding past a prompt is overwritten by decoding before any query can
+  see it); on a mesh, for a hybrid, or when the rows' ropes differ, each prompt runs alone into
+  its row of the cache (prefill_row; the row and the chunk start are traced).
 - Decode is written for one sequence and vmapped over the rows with per-row positions, so rows of
   different lengths decode together. The first step feeds each prompt's last token. Each layer
   writes its K/V into the donated cache in place and attends from it (decode_attention reads key
@@ -29,7 +32,7 @@ import numpy as np
 from jaxeval.engine.bounded_kv import (
     bounded_layout, compact_row, decode_step_bounded, new_bounded_cache, uses_bounded_cache,
 )
-from jaxeval.engine.buckets import chunk_size, length_bucket
+from jaxeval.engine.buckets import chunk_size, generation_batches, length_bucket
 from jaxeval.engine.decode_row import decode_row
 from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
 from jaxeval.engine.sampling import choose_tokens, prompt_keys
@@ -38,10 +41,11 @@ from jaxeval.errors import InputTooLongError
 from jaxeval.models import hybrid
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.context import take_row, write_row
-from jaxeval.models.decoder import embed_tokens, run_layers
+from jaxeval.models.decoder import embed_tokens, layer_forward, run_layers
 from jaxeval.models.hybrid_layout import check_hybrid_mesh, is_hybrid
 from jaxeval.models.kv_policy import new_kv_cache
-from jaxeval.models.rope import RopeTables, length_dependent, rope_tables, row_tables
+from jaxeval.models.layer_stacks import layer_stacks
+from jaxeval.models.rope import RopeTables, length_dependent, rope_key, rope_tables, row_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, replicated, zeros
 
 FINISH_REASONS = ("eos", "stop", "length")
@@ -80,6 +84,42 @@ def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, rope, *, config
     cache_k, cache_v = (jax.tree.map(lambda c, n: write_row(c, jnp.swapaxes(n, 0, 1), row, start, mesh, DECODE_CACHE),
                                      cache, new) for cache, new in ((cache_k, k_new), (cache_v, v_new)))
     return constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE)
+
+
+@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1, 2))
+def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend):
+    """prefill_row for every row of the batch at once (one device): chunk_ids int [B, C], row r's
+    prompt tokens at positions start .. start + C - 1 (padding past its prompt, as prefill_row's).
+
+    cache_k, cache_v [B, L, S, KV, hd]; rope: the RopeTables every row shares. Each layer attends
+    from its own slice of the cache (cache[:, layer], [B, S, KV, hd]: one layer's copy, never the
+    whole cache transposed), and the chunk's K/V are written after the scan, in place.
+    """
+    c = chunk_ids.shape[1]
+    positions = start + jnp.arange(c)
+    windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
+
+    def layer(x, xs, stack_config):
+        lp, inv_freq, scale, window, i = xs
+        layer_cache = tuple(jax.tree.map(lambda t: jax.lax.dynamic_index_in_dim(t, i, axis=1, keepdims=False), cache)
+                            for cache in (cache_k, cache_v))
+        return layer_forward(lp, stack_config, x, positions, (inv_freq, scale), window, layer_cache, start, backend)
+
+    x = embed_tokens(params, config, chunk_ids)
+    news = []
+    for stack in layer_stacks(config):  # (jaxeval.models.layer_stacks: the dense first layers, then the rest)
+        rows = stack.rows
+        xs = (params[stack.name], rope.inv_freq[rows], rope.scale[rows], windows[rows],
+              jnp.arange(config.num_layers)[rows])
+        x, new = jax.lax.scan(functools.partial(layer, stack_config=stack.config), x, xs)
+        news.append(new)
+    k_new, v_new = (jax.tree.map(lambda *parts: jnp.concatenate(parts), *(n[j] for n in news)) for j in (0, 1))
+
+    def write(cache, new):
+        return jax.lax.dynamic_update_slice(cache, jnp.swapaxes(new, 0, 1).astype(cache.dtype),
+                                            (0, 0, start) + (0,) * (cache.ndim - 3))
+
+    return (jax.tree.map(write, cache_k, k_new), jax.tree.map(write, cache_v, v_new))
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1, 2))
@@ -201,11 +241,13 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
     "stop"; the id is kept in the tokens). min_new_tokens: the EOS and stop ids cannot be chosen
     before that many tokens are out (transformers' min_new_tokens). temperature 0 is greedy; otherwise temperature, then
     top_p, then a draw keyed by (seed, prompt index, position). Prompts are batched batch_size at a
-    time, longest first, each batch padded to a power-of-two number of rows; results come back in
-    the order of `prompts`. mesh: the jaxeval mesh the params are sharded over (None: one device).
-    bounded_kv: under the streaming and snapkv policies, decode from a cache holding only what the
-    policy keeps (jaxeval.engine.bounded_kv); False: the policy as a mask over the full cache (the
-    reference the bounded cache is tested against).
+    time, longest first, a batch only of prompts on one length rung with one cache rung
+    (buckets.generation_batches), so each row runs with the shapes it would get alone and greedy
+    output is that of one prompt at a time; each batch is padded to a power-of-two number of
+    rows. Results come back in the order of `prompts`. mesh: the jaxeval mesh the params are
+    sharded over (None: one device). bounded_kv: under the streaming and snapkv policies, decode
+    from a cache holding only what the policy keeps (jaxeval.engine.bounded_kv); False: the policy
+    as a mask over the full cache (the reference the bounded cache is tested against).
     """
     arrays, stop = check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, config, tokenizer)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -221,10 +263,8 @@ def generate(params, config: ModelConfig, prompts, max_new_tokens: int, *, stop=
         suppress = np.zeros(config.vocab_size, np.float32)
         suppress[[t for t in eos | stop_ids if t < config.vocab_size]] = -np.inf
 
-    order = sorted(range(len(arrays)), key=lambda i: -arrays[i].size)  # similar lengths batch together
     results: list[Generation | None] = [None] * len(arrays)
-    for first in range(0, len(order), batch_size):
-        group = order[first:first + batch_size]
+    for group in generation_batches([a.size for a in arrays], max_new_tokens, batch_size):
         rows = [_RowOutput(max_new_tokens, eos, stop, tokenizer, stop_ids) for _ in group]
         _generate_batch(params, config, [arrays[i] for i in group], group, rows, max_new_tokens,
                         temperature=temperature, top_p=top_p, seed=seed, backend=backend,
@@ -267,7 +307,7 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
                                    dtype, lambda s, d: zeros(s, d, mesh, DECODE_CACHE))
                       for width in (config.head_dim, config.value_dim))  # latent attention: an empty value cache
     if not bounded:
-        cache = _prefill(params, config, cache, prompts, chunk, backend, mesh, hybrid_model)
+        cache = _prefill(params, config, cache, prompts, chunk, backend, mesh, hybrid_model, longest, b)
         keep = snapkv_masks(params, config, cache, prompts) if snapkv else None  # the compressed prompts' slots
 
     ids = np.zeros(b, np.int32)
@@ -324,8 +364,19 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
             break
 
 
-def _prefill(params, config, cache, prompts, chunk, backend, mesh, hybrid_model):
-    """cache with every prompt's tokens but its last written into its row, chunk by chunk."""
+def _prefill(params, config, cache, prompts, chunk, backend, mesh, hybrid_model, longest, b):
+    """cache with every prompt's tokens but its last written into its row, chunk by chunk: on one device,
+    K/V layers only and one rope for all rows, every row's chunk in one step (prefill_rows); else row by row.
+    b: the cache's rows (the prompts padded to a power of two)."""
+    if not hybrid_model and mesh is None and b > 1 and len({rope_key(config, p.size) for p in prompts}) == 1:
+        padded = np.zeros((b, -(-longest // chunk) * chunk), np.int32)  # padding rows: token 0
+        for r, prompt in enumerate(prompts):
+            padded[r, :prompt.size] = prompt
+        rope = RopeTables(*(jnp.asarray(t) for t in rope_tables(config, prompts[0].size)))
+        for start in range(0, longest - 1, chunk):
+            cache = prefill_rows(params, *cache, jnp.asarray(padded[:, start:start + chunk]), jnp.int32(start), rope,
+                                 config=config, backend=backend)
+        return cache
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
         padded[0, :prompt.size] = prompt

@@ -22,7 +22,8 @@ import numpy as np
 
 from jaxeval.engine.backend import ReadResult
 from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
-from jaxeval.engine.read import check_read_request, host_rope, new_read_cache, read, read_head, run_chunk
+from jaxeval.engine.batch_read import read_batch
+from jaxeval.engine.read import check_read_request, host_rope, new_read_cache, read_head, run_chunk
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.rope import rope_key
@@ -50,26 +51,27 @@ class _Request:
 
 
 def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefill_chunk_len=2048,
-              dtype=jnp.float32, mesh=None) -> SharedReads:
+              dtype=jnp.float32, mesh=None, batch_size: int = 1) -> SharedReads:
     """Read every (ids, positions, tokens) request; see jaxeval.engine.backend.ReadBackend.read.
 
-    mesh: the jaxeval mesh the params are sharded over (None: one device)."""
+    The requests that share no prefix are read batch_size per step (jaxeval.engine.batch_read;
+    1: one at a time, exactly read()). mesh: the jaxeval mesh the params are sharded over (None: one device)."""
     checked, grouped = _grouped(config, requests, prefill_chunk_len)
     results: list = [None] * len(checked)
     tokens_run, prefixes = 0, 0
     run = dict(params=params, config=config, backend=backend, dtype=dtype, mesh=mesh)
+    singles = [group[0] for group in grouped if len(group) == 1]
+    single_reads = read_batch(params, config, [(r.ids, r.positions, r.tokens[:, 0] if r.one_token_each else r.tokens)
+                                               for r in singles], batch_size=batch_size, backend=backend,
+                              prefill_chunk_len=prefill_chunk_len, dtype=dtype, mesh=mesh)
+    for request, result in zip(singles, single_reads):
+        results[request.index] = result
+        tokens_run += request.n_inputs
     for group in grouped:
-        if len(group) == 1:
-            request = group[0]
-            result = read(params, config, request.ids, request.positions,
-                          request.tokens[:, 0] if request.one_token_each else request.tokens,
-                          backend=backend, prefill_chunk_len=prefill_chunk_len, dtype=dtype, mesh=mesh)
-            results[request.index] = result
-            tokens_run += request.n_inputs
-            continue
-        group_run, group_prefixes = _read_group(group, results, prefill_chunk_len, **run)
-        tokens_run += group_run
-        prefixes += group_prefixes
+        if len(group) > 1:
+            group_run, group_prefixes = _read_group(group, results, prefill_chunk_len, **run)
+            tokens_run += group_run
+            prefixes += group_prefixes
     return SharedReads(results=results, tokens_run=tokens_run,
                        tokens_naive=sum(r.n_inputs for r in checked), prefixes=prefixes)
 

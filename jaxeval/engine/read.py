@@ -40,14 +40,15 @@ def head_rows(k: int, vocab_size: int) -> int:
     return min(rows, k)
 
 
-@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2, 5))
-def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):
-    """Run one chunk through all layers, write its K/V, keep the final states wanted by gather_at.
+@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2))
+def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend, mesh=None):
+    """Run one chunk of B sequences through all layers and write its K/V -> (cache_k, cache_v, x).
 
-    cache_k, cache_v [L, 1, S, KV, hd]; chunk_ids int [1, C]; start int scalar;
-    hidden [K, D] (accumulated); gather_at int [K]: absolute positions whose output is wanted;
-    rope: RopeTables of the whole sequence (data, so a new sequence length never recompiles).
-    On a mesh the outputs keep the rules' shardings (cache: READ_CACHE; hidden: replicated).
+    cache_k, cache_v [L, B, S, KV, hd]; chunk_ids int [B, C] (every row at positions start ..);
+    start int scalar; rope: RopeTables of the whole sequence (data, so a new sequence length never
+    recompiles). x [B, C, D]: the chunk's final states, gathered outside (gather_rows), so the
+    number of read positions never recompiles the trunk: one executable per (rows, chunk, bucket).
+    On a mesh the cache keeps the rules' shardings (READ_CACHE).
     """
     c = chunk_ids.shape[1]
     x = embed_tokens(params, config, chunk_ids)
@@ -56,51 +57,59 @@ def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, hidden, gather_at,
     # on a mesh each sequence shard of the cache writes its own part of the chunk
     cache_k, cache_v = (jax.tree.map(lambda c, n: write_chunk(c, n, start, mesh, READ_CACHE), cache, new)
                         for cache, new in ((cache_k, k_new), (cache_v, v_new)))  # leaf by leaf: QuantKV codes, scales
-    hidden = _gather_rows(x, start, hidden, gather_at)
-    return (constrain(cache_k, mesh, *READ_CACHE), constrain(cache_v, mesh, *READ_CACHE),
-            constrain(hidden, mesh, "read_rows", "hidden"))
+    return constrain(cache_k, mesh, *READ_CACHE), constrain(cache_v, mesh, *READ_CACHE), x
 
 
-def _gather_rows(x, start, hidden, gather_at):
-    """hidden [K, D] with the rows of x [1, C, D] (positions start ..) that gather_at asks for."""
+@functools.partial(jax.jit, static_argnames=("mesh",), donate_argnums=(2,))
+def gather_rows(x, start, hidden, gather_at, *, mesh=None):
+    """hidden [B, K, D] (or [K, D] for B = 1) with the rows of x [B, C, D] (positions start ..) that
+    gather_at [B, K] (or [K]) asks for; -1 (or any position outside the chunk) keeps the row."""
+    one = hidden.ndim == 2
+    if one:
+        hidden, gather_at = hidden[None], gather_at[None]
     c = x.shape[1]
     local = gather_at - start
     inside = (local >= 0) & (local < c)
-    rows = x[0, jnp.clip(local, 0, c - 1)]
-    return jnp.where(inside[:, None], rows.astype(hidden.dtype), hidden)
+    rows = jnp.take_along_axis(x, jnp.clip(local, 0, c - 1)[..., None], axis=1)  # [B, K, D]
+    hidden = jnp.where(inside[..., None], rows.astype(hidden.dtype), hidden)
+    return constrain(hidden[0], mesh, "read_rows", "hidden") if one else \
+        constrain(hidden, mesh, "read_rows", "read_rows", "hidden")
 
 
 @functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1,))
-def prefill_hybrid_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):
+def prefill_hybrid_chunk(params, cache, chunk_ids, start, rope, *, config, backend, mesh=None):
     """prefill_chunk for a hybrid (jaxeval.models.hybrid): cache is its HybridCache, K/V and GDN states
     after position start - 1, carried to the chunk's end. On a mesh (no context axis: hybrid_layout.
     check_hybrid_mesh) XLA partitions the layers from the weights' and the cache's shardings, which the
-    outputs keep. Returns (cache, hidden)."""
+    outputs keep. Returns (cache, x [B, C, D])."""
     x, cache = hybrid.prefill(params, config, chunk_ids, start, cache, backend, rope)
-    hidden = _gather_rows(x, start, hidden, gather_at)
-    return hybrid.constrain_cache(cache, mesh), constrain(hidden, mesh, "read_rows", "hidden")
+    return hybrid.constrain_cache(cache, mesh), x
 
 
-def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None):
-    """The cache a read carries from chunk to chunk: (k, v) [L, 1, bucket, KV, hd] (under an int8 / fp8
-    policy, QuantKV codes and scales), or a hybrid's HybridCache."""
+def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None, rows: int = 1):
+    """The cache a read carries from chunk to chunk: (k, v) [L, rows, bucket, KV, hd] (under an int8 /
+    fp8 policy, QuantKV codes and scales), or a hybrid's HybridCache."""
     check_read(config)  # every read path starts here; SnapKV is for generation only
     if is_hybrid(config):
         check_hybrid_mesh(config, mesh)
-        return hybrid.new_cache(config, 1, bucket, dtype, mesh)
-    return tuple(new_kv_cache(config.kv_cache, (config.num_layers, 1, bucket, config.num_kv_heads, width), dtype,
+        return hybrid.new_cache(config, rows, bucket, dtype, mesh)
+    return tuple(new_kv_cache(config.kv_cache, (config.num_layers, rows, bucket, config.num_kv_heads, width), dtype,
                               lambda s, d: zeros(s, d, mesh, READ_CACHE))
                  for width in (config.head_dim, config.value_dim))  # latent attention: an empty value cache
 
 
 def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):
-    """One prefill chunk on a cache from new_read_cache (donated) -> (cache, hidden)."""
+    """One prefill chunk on a cache from new_read_cache (donated) -> (cache, hidden).
+
+    chunk_ids [B, C]; hidden [K, D] with gather_at [K] (B = 1) or [B, K, D] with [B, K] (donated)."""
     if is_hybrid(config):
-        return prefill_hybrid_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, config=config,
-                                    backend=backend, mesh=mesh)
-    cache_k, cache_v, hidden = prefill_chunk(params, *cache, chunk_ids, start, hidden, gather_at, rope, config=config,
-                                             backend=backend, mesh=mesh)
-    return (cache_k, cache_v), hidden
+        cache, x = prefill_hybrid_chunk(params, cache, chunk_ids, start, rope, config=config, backend=backend,
+                                        mesh=mesh)
+    else:
+        cache_k, cache_v, x = prefill_chunk(params, *cache, chunk_ids, start, rope, config=config, backend=backend,
+                                            mesh=mesh)
+        cache = (cache_k, cache_v)
+    return cache, gather_rows(x, start, hidden, gather_at, mesh=mesh)
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"))

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxeval.api import Model
 from jaxeval.engine.backend import ReadResult
-from jaxeval.engine.buckets import length_bucket
+from jaxeval.engine.buckets import generation_batches, length_bucket
 from jaxeval.errors import InputTooLongError
 
 
@@ -68,7 +68,7 @@ class CountingModel:
         self.stats["tokens"] += n
         return _placeholder(positions, tokens)
 
-    def read_many(self, requests):
+    def read_many(self, requests, batch_size: int = 1):  # batching changes no count
         from jaxeval.engine.prefix_reuse import SharedReads, planned_segments
 
         requests = list(requests)
@@ -90,9 +90,8 @@ class CountingModel:
 
         arrays, _ = check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, self.config,
                                            self.tokenizer)
-        order = sorted(range(len(arrays)), key=lambda i: -arrays[i].size)  # as the engine batches them
-        for first in range(0, len(order), batch_size):
-            lengths = tuple(int(arrays[i].size) for i in order[first:first + batch_size])
+        for batch in generation_batches([a.size for a in arrays], max_new_tokens, batch_size):  # as the engine
+            lengths = tuple(int(arrays[i].size) for i in batch)
             self.recorder.batches.append(GenerateBatch(lengths, int(max_new_tokens),
                                                        length_bucket(max(lengths) + max_new_tokens - 1)))
         return [Generation(tokens=[], text="", finish_reason="length") for _ in arrays]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import jaxeval
-from jaxeval.engine.generate import Generation, check_generate_request, decode_step, generate, prefill_row
+from jaxeval.engine.generate import Generation, check_generate_request, decode_step, generate, prefill_row, prefill_rows
 from jaxeval.engine.sampling import choose_tokens, prompt_keys, top_p_filter
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.attention import decode_attention, xla_attention
@@ -146,7 +146,7 @@ def test_batch_composition_changes_nothing(small):
 
 def test_no_recompilation_per_token_prompt_length_or_sampling_setting(small):
     config, params = small
-    functions = (prefill_row, decode_step)
+    functions = (prefill_row, prefill_rows, decode_step)
     generate(params, config, prompts_of((10, 100, 7, 50), config.vocab_size), 20, prefill_chunk_len=CHUNK)
     generate(params, config, prompts_of((10,), config.vocab_size), 20, prefill_chunk_len=CHUNK)
     before = [f._cache_size() for f in functions]

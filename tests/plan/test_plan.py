@@ -69,7 +69,8 @@ def test_generations_are_counted_as_the_engine_batches_them():
     outs = generate(model, prompts, GenerationOptions(64), batch_size=2)
     assert [o.finish_reason for o in outs] == ["length"] * 4
     batches = model.recorder.batches
-    assert [b.prompts for b in batches] == [(8936, 300), (70, 30)]  # longest first, batch_size at a time
+    # longest first, one length bucket per batch (12,288, 512, 256), batch_size at a time
+    assert [b.prompts for b in batches] == [(8936,), (300,), (70, 30)]
     assert batches[0].cache_len == length_bucket(8936 + 63)
     _, totals = tokens_section(config, {"t": (model.recorder, {})})
     assert totals["prompt_tokens"] == 30 + 300 + 70 + 8936 and totals["generated_tokens_max"] == 4 * 64

@@ -53,7 +53,7 @@ class AgentBench(Benchmark):
         result = run_agent_bench(ctx.model, tokenizer, settings.data, sets=split_list(settings.sets),
                                  lengths=split_list(settings.lengths), limit=ctx.limit, mode=settings.mode,
                                  save_scores=settings.save_scores, reference_scores=settings.reference_scores,
-                                 journal=ctx.journal, log_prompts=ctx.log_prompts)
+                                 journal=ctx.journal, log_prompts=ctx.log_prompts, batch_size=ctx.batch_size)
         return result, format_rows_table(result)
 
     def summarize(self, task: str, result: dict) -> dict:

@@ -19,6 +19,7 @@ def add_command(subparsers, model_options, load_model, benchmark) -> None:
     command.add_argument("--save_scores", default=None, help="rules: write every target's scores")
     command.add_argument("--reference_scores", default=None, help="rules: the reference's saved scores")
     command.add_argument("--limit", type=int, default=None, help="first N items per config and length")
+    command.add_argument("--batch_size", type=int, default=8, help="texts of one length bucket read together")
     command.add_argument("--out", default=None, help="output JSON file")
     command.set_defaults(func=lambda args: cmd_agent_bench(args, load_model, benchmark))
 
@@ -36,7 +37,8 @@ def cmd_agent_bench(args: argparse.Namespace, load_model, benchmark) -> int:
     model = load_model(args)
     settings = benchmark.Settings(data=args.data, sets=args.sets, lengths=args.lengths, mode=args.mode,
                                   save_scores=args.save_scores, reference_scores=args.reference_scores)
-    result, table = benchmark.run(RunContext("agent_bench", model, limit=args.limit, model_path=args.model), settings)
+    ctx = RunContext("agent_bench", model, limit=args.limit, batch_size=args.batch_size, model_path=args.model)
+    result, table = benchmark.run(ctx, settings)
     result["data"] = str(args.data)
     print(table)
     result["run"] = run_metadata(model, time.perf_counter() - t0)

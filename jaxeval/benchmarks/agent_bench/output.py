@@ -16,10 +16,10 @@ from typing import Sequence
 from jaxeval.benchmarks.agent_bench.align import MODES, TEXT_MODE
 from jaxeval.benchmarks.base import check_limit, limited, prompt_fields
 from jaxeval.benchmarks.agent_bench.data import CONFIGS, SPLITS, load_split
-from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome, facts_metrics, score_facts_item
+from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome, facts_metrics, score_facts_items
 from jaxeval.benchmarks.agent_bench.schema import RULE_LANGS
 from jaxeval.benchmarks.agent_bench.tool_calls import (
-    ToolItemOutcome, ToolTargetOutcome, score_tool_calls_item, tool_calls_metrics,
+    ToolItemOutcome, ToolTargetOutcome, score_tool_calls_items, tool_calls_metrics,
 )
 from jaxeval.benchmarks.agent_bench.vocabulary import auto_mode_note
 from jaxeval.errors import ConfigError, DataError
@@ -29,8 +29,8 @@ IMPLEMENTED_SETS = CONFIGS
 
 
 # configs read one text per item: config -> (score one item, metrics of one split)
-SINGLE_READ_CONFIGS = {"facts": (score_facts_item, facts_metrics),
-                       "tool_calls": (score_tool_calls_item, tool_calls_metrics)}
+SINGLE_READ_CONFIGS = {"facts": (score_facts_items, facts_metrics),
+                       "tool_calls": (score_tool_calls_items, tool_calls_metrics)}
 RULES_CONFIGS = tuple(RULE_LANGS)
 # config -> (item outcome, its field of per-target outcomes, their type): journal records back to outcomes
 OUTCOME_TYPES = {"facts": (ItemOutcome, "queries", QueryOutcome),
@@ -53,15 +53,17 @@ def item_key(config: str, split: str, item_id: str) -> str:
     return f"agent_bench/{config}/{split}/{item_id}/0"
 
 
-def read_items(backend, tokenizer, config: str, split: str, items, mode: str, journal=None) -> list:
-    """The outcome of every item of a single-read config: journaled per item (one teacher-forced
-    read each), shared between hosts, progress shown."""
-    score_item = SINGLE_READ_CONFIGS[config][0]
+def read_items(backend, tokenizer, config: str, split: str, items, mode: str, journal=None,
+               batch_size: int = 1) -> list:
+    """The outcome of every item of a single-read config: one teacher-forced read each, batch_size
+    items per batch (read together where the backend batches), journaled per item (a batch cut
+    short leaves none of its items), shared between hosts, progress shown."""
+    score_items = SINGLE_READ_CONFIGS[config][0]
     keys = [item_key(config, split, item.id) for item in items]
     records = map_journaled(
-        journal, keys, lambda batch: [dataclasses.asdict(score_item(backend, tokenizer, items[i], split, mode))
-                                      for i in batch],
-        desc=f"agent_bench {config}/{split} reads")
+        journal, keys, lambda batch: [dataclasses.asdict(outcome) for outcome in score_items(
+            backend, tokenizer, [items[i] for i in batch], split, mode, batch_size)],
+        batch_size=batch_size, desc=f"agent_bench {config}/{split} reads")
     return [outcome_from_record(config, record) for record in records]
 
 
@@ -99,7 +101,8 @@ def _check_choice(kind: str, chosen: Sequence[str], available: Sequence[str]) ->
 def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = ("facts",),
                     lengths: Sequence[str] = ("8k", "32k"), limit: int | None = None,
                     mode: str = "auto", save_scores: str | Path | None = None,
-                    reference_scores: str | Path | None = None, journal=None, log_prompts: bool = False) -> dict:
+                    reference_scores: str | Path | None = None, journal=None, log_prompts: bool = False,
+                    batch_size: int = 1) -> dict:
     """Score `backend` (anything with read(ids, positions, tokens)) on longctx-agent-bench.
 
     data: a local folder in the hub layout or a hub id. sets: configs of the card. lengths:
@@ -110,6 +113,8 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     reference_scores: such a file, read back as the reference of the rules configs.
     journal: get(key)/put(key, record) store of finished items (jaxeval/results/journal.py).
     log_prompts: each --log_samples row also holds the text read.
+    batch_size: texts read together (one length bucket per step) where the backend has read_batch;
+    the results are those of one read at a time (float32 noise apart).
     """
     sets, lengths = tuple(sets), tuple(lengths)
     for name in sets:
@@ -138,7 +143,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
         metrics_of = SINGLE_READ_CONFIGS[config][1]
         for split in lengths:
             items = loaded[(config, split)]
-            outcomes = read_items(backend, tokenizer, config, split, items, read_mode, journal)
+            outcomes = read_items(backend, tokenizer, config, split, items, read_mode, journal, batch_size)
             samples.extend({"key": item_key(config, split, o.item_id), "config": config, "split": split,
                             **prompt_fields(item.text, o.tokens_read, log_prompts),  # prompt_tokens: tokens read
                             "target": [getattr(t, "answer", None) or getattr(t, "target", None) for t in item.targets],
@@ -156,7 +161,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
 
         rules = run_rules(backend, tokenizer, {(c, s): loaded[(c, s)] for c in rules_sets for s in lengths},
                           read_mode, save_scores=save_scores, reference_scores=reference_scores, journal=journal,
-                          log_prompts=log_prompts)
+                          log_prompts=log_prompts, batch_size=batch_size)
         for config in rules_sets:
             results[config] = rules["sets"][config]
         notes.extend(rules["notes"])

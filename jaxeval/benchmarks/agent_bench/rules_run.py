@@ -22,9 +22,9 @@ SELF_REFERENCE_NOTE = "no reference scores given: the model is its own reference
 
 def run_rules(backend, tokenizer, items: dict[tuple[str, str], list], mode: str,
               save_scores: str | Path | None = None, reference_scores: str | Path | None = None,
-              journal=None, log_prompts: bool = False) -> dict:
+              journal=None, log_prompts: bool = False, batch_size: int = 1) -> dict:
     """items: (config, split) -> the split's loaded items, in run order. log_prompts: the texts in
-    the --log_samples rows."""
+    the --log_samples rows. batch_size: sequences no prefix is shared with, read that many per step."""
     sets = list(dict.fromkeys(config for config, _ in items))
     lengths = list(dict.fromkeys(split for _, split in items))
     notes = []
@@ -43,7 +43,7 @@ def run_rules(backend, tokenizer, items: dict[tuple[str, str], list], mode: str,
                 plan[(config, split, item.id, index)] = reads
                 for read in reads or ():
                     sequences.setdefault(read.ids, set()).add((read.position, read.token))
-    logprobs, tokens_run = _journaled_reads(backend, sequences, sets, lengths, journal)
+    logprobs, tokens_run = _journaled_reads(backend, sequences, sets, lengths, journal, batch_size)
     scores = {key: None if reads is None else
               tuple(logprobs[(read.ids, read.position, read.token)] for read in reads)
               for key, reads in plan.items()}
@@ -91,7 +91,7 @@ def target_samples(items: dict, scores: dict, reference: dict, texts: TextTokens
     return samples
 
 
-def _journaled_reads(backend, sequences: dict, sets, lengths, journal) -> tuple[dict, int]:
+def _journaled_reads(backend, sequences: dict, sets, lengths, journal, batch_size: int = 1) -> tuple[dict, int]:
     """read_targets over every sequence as one journal record: the reads share KV-cached
     prefixes, so they are resumed all or nothing (a partial set could differ in the last bit)."""
     if not sequences:
@@ -99,7 +99,7 @@ def _journaled_reads(backend, sequences: dict, sets, lengths, journal) -> tuple[
     order = {ids: n for n, ids in enumerate(sequences)}
 
     def read_all(_batch) -> list[dict]:
-        logprobs, tokens_run = read_targets(backend, sequences)
+        logprobs, tokens_run = read_targets(backend, sequences, batch_size)
         return [{"logprobs": [[order[ids], position, token, value]
                               for (ids, position, token), value in logprobs.items()],
                  "tokens_run": tokens_run}]

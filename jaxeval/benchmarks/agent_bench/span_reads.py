@@ -15,13 +15,28 @@ class SpanRead:
     correct_tokens: int
 
 
-def read_spans(backend, ids: np.ndarray, span_positions) -> list[SpanRead | None]:
-    """span_positions: per span the token positions it covers, or None (unaligned) -> per span a SpanRead or None."""
-    positions = np.asarray([p for span in span_positions if span is not None for p in span], dtype=np.int32)
-    if not len(positions):
-        return [None] * len(span_positions)
-    tokens = ids[positions]  # the true next token at each read position
-    result = backend.read(ids, positions, tokens)
+def read_spans_many(backend, texts, batch_size: int = 1) -> list[list[SpanRead | None]]:
+    """Per (ids, span_positions) text (span_positions: per span the token positions it covers, or None
+    when unaligned), per span a SpanRead or None: one read per text with an aligned span.
+    batch_size > 1 and a backend with read_batch (jaxeval.api.Model): texts of one length bucket
+    are read several per step (jaxeval.engine.batch_read), with the same results."""
+    requests = []  # (text index, ids, positions, tokens)
+    for n, (ids, span_positions) in enumerate(texts):
+        positions = np.asarray([p for span in span_positions if span is not None for p in span], dtype=np.int32)
+        if len(positions):
+            requests.append((n, ids, positions, ids[positions]))  # the true next token at each read position
+    if batch_size > 1 and hasattr(backend, "read_batch"):
+        results = backend.read_batch([(ids, positions, tokens) for _, ids, positions, tokens in requests],
+                                     batch_size=batch_size)
+    else:
+        results = [backend.read(ids, positions, tokens) for _, ids, positions, tokens in requests]
+    out: list[list[SpanRead | None]] = [[None] * len(span_positions) for _, span_positions in texts]
+    for (n, _, positions, tokens), result in zip(requests, results):
+        out[n] = _spans(texts[n][1], positions, tokens, result)
+    return out
+
+
+def _spans(span_positions, positions: np.ndarray, tokens: np.ndarray, result) -> list[SpanRead | None]:
     top1 = np.asarray(result.top1).reshape(-1)
     logprobs = np.asarray(result.logprobs, dtype=np.float64).reshape(-1)
     if top1.shape != positions.shape or logprobs.shape != positions.shape:

@@ -47,7 +47,7 @@ def generate_records(model, prepared: Sequence[PreparedSample], unit: EvalUnit, 
 
     def compute(indices: list[int]) -> list[dict]:
         batch = [prepared[i] for i in indices]
-        outputs = generate(model, [p.prompt.ids for p in batch], options, what="the model")
+        outputs = generate(model, [p.prompt.ids for p in batch], options, batch_size=batch_size, what="the model")
         return [dict(saved_fields(p.sample, unit.dataset), output=p.prefix + decoded(model.tokenizer, o),
                      input_len=len(p.prompt.ids), output_len=token_count(o),
                      raw_input_len=p.prompt.raw_tokens, truncated_context_tokens=p.prompt.removed_context_tokens)

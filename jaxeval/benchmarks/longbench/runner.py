@@ -24,7 +24,7 @@ from jaxeval.benchmarks.longbench.tasks import (
 )
 from jaxeval.benchmarks.longbench.truncation import prompt_budget
 from jaxeval.errors import ConfigError
-from jaxeval.generation import GenerationOptions, decoded, generate
+from jaxeval.generation import GenerationOptions, bucket_order, decoded, generate
 from jaxeval.progress import progress
 from jaxeval.results.resumable import map_journaled
 
@@ -42,15 +42,16 @@ def resolve_max_length(max_length: int | None, backend) -> tuple[int, str]:
                       "expose config.max_position_embeddings; pass max_length (window - 500)")
 
 
-def generate_predictions(backend, tokenizer, requests: Sequence[GenerationRequest]) -> list[str]:
+def generate_predictions(backend, tokenizer, requests: Sequence[GenerationRequest], batch_size: int = 8) -> list[str]:
     """The decoded prediction of every request, in order. All requests of one dataset share
-    max_new_tokens and stop rule, so they go out in one call."""
+    max_new_tokens and stop rule, so they go out in one call, batch_size prompts per engine batch."""
     if not requests:
         return []
     first = requests[0]
     options = GenerationOptions(first.max_new_tokens, stop=first.stop, stop_token_ids=first.stop_token_ids,
                                 min_new_tokens=first.min_new_tokens)
-    return [decoded(tokenizer, output) for output in generate(backend, [r.prompt_ids for r in requests], options)]
+    return [decoded(tokenizer, output)
+            for output in generate(backend, [r.prompt_ids for r in requests], options, batch_size=batch_size)]
 
 
 def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, datasets: Sequence[str] | None = None,
@@ -84,11 +85,16 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
         records = loaded[dataset]
         requests = [build_request(record, tokenizer, budget, resolved_format, benchmark)
                     for record in progress(records, desc=f"{benchmark} {dataset} tokenization", unit="record")]
-        predictions = [record["pred"] for record in map_journaled(
-            journal, ["/".join(map(str, request.key)) + "/0" for request in requests],
+        # journal batches of one length bucket each (longest first), so each is one engine batch
+        order = bucket_order([len(r.prompt_ids) for r in requests], requests[0].max_new_tokens) if requests else []
+        generated = map_journaled(
+            journal, ["/".join(map(str, requests[i].key)) + "/0" for i in order],
             lambda batch: [{"pred": pred} for pred in generate_predictions(
-                backend, tokenizer, [requests[i] for i in batch])],
-            batch_size=batch_size or len(requests), desc=f"{benchmark} {dataset} generation", unit="sample")]
+                backend, tokenizer, [requests[order[n]] for n in batch], batch_size or len(batch))],
+            batch_size=batch_size or len(requests), desc=f"{benchmark} {dataset} generation", unit="sample")
+        predictions: list[str] = [""] * len(requests)
+        for i, record in zip(order, generated):
+            predictions[i] = record["pred"]
         rows[dataset] = [PredictionRow(pred=prediction, answers=record.answers, all_classes=record.all_classes,
                                        length=record.length, origin=record.origin)
                          for record, prediction in zip(records, predictions)]

@@ -136,7 +136,7 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
             prompts = [build_prompt(pairs[i][0], settings, tokenizer, cut_tokenizer, window) for i in group]
             options = GenerationOptions(budget, temperature=sampling.temperature, top_p=sampling.top_p,
                                         seed=seed + run - 1)
-            generations = generate(backend, [p.ids for p in prompts], options)
+            generations = generate(backend, [p.ids for p in prompts], options, batch_size=batch_size)
             for i, prompt, generation in zip(group, prompts, generations):
                 record, _ = pairs[i]
                 raw = decoded(tokenizer, generation)
