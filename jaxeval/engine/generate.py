@@ -404,7 +404,7 @@ def _bounded_prefill(params, config, layout, prompts, cache_len, chunk, backend,
     for r, prompt in enumerate(prompts):
         empty = tuple(jnp.zeros((1, config.num_layers, cache_len, config.num_kv_heads, config.head_dim),
                                 params["embed"].dtype) for _ in range(2))
-        row = _prefill(params, config, empty, [prompt], chunk, backend, None, False)
+        row = _prefill(params, config, empty, [prompt], chunk, backend, None, False, int(prompt.size), 1)
         keep = snapkv_masks(params, config, row, [prompt]) if snapkv else None
         size = np.array([prompt.size], np.int32)
         chosen, _, row_k, row_v = decode_step(params, *row, jnp.asarray(prompt[-1:]), jnp.asarray(size - 1),
