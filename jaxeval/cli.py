@@ -186,7 +186,8 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     from jaxeval.plan.batch import parse_batch_size
 
     p.add_argument("--batch_size", type=parse_batch_size, default=8,
-                   help="prompts generated together (agent_bench: texts read together), one length bucket per batch; "
+                   help="prompts generated together (agent_bench: texts read together, on accelerators; on CPU one "
+                        "per step, which measured faster), one length bucket per batch; "
                         "auto: the most whose KV cache at the run's longest length fits "
                         "in device memory (CPU: host memory) beside the weights, at most 64; auto:N: at most N")
     p.add_argument("--seed", type=int, default=0, help="seed of anything sampled (recorded in the results)")

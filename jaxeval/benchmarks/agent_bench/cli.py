@@ -19,7 +19,7 @@ def add_command(subparsers, model_options, load_model, benchmark) -> None:
     command.add_argument("--save_scores", default=None, help="rules: write every target's scores")
     command.add_argument("--reference_scores", default=None, help="rules: the reference's saved scores")
     command.add_argument("--limit", type=int, default=None, help="first N items per config and length")
-    command.add_argument("--batch_size", type=int, default=8, help="texts of one length bucket read together")
+    command.add_argument("--batch_size", type=int, default=8, help="texts of one length bucket read together (on accelerators; CPU: one per step)")
     command.add_argument("--out", default=None, help="output JSON file")
     command.set_defaults(func=lambda args: cmd_agent_bench(args, load_model, benchmark))
 
