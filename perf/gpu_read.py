@@ -6,7 +6,11 @@
 Measures, for each attention backend in --attention:
   - read_32768_<attention>: read() of 32,768 tokens, every position read: first call (compile + run) and a
     second, timed call; tokens/s and MFU = model FLOPs / seconds / peak FLOP/s of the chip;
-  - read_131072_<attention>: one read() of 131,072 tokens (does it fit and run on one chip; its time and MFU).
+  - read_131072_<attention>: one read() of 131,072 tokens (does it fit and run on one chip; its time and MFU);
+  - agreement_<tokens>: max and mean |d log p| between the backends' reads of the same tokens (cudnn against
+    chunked: cuDNN's flash attention and its bfloat16 log-sum-exp merges against jaxeval's float32 online softmax);
+  - generate_batch<B>: greedy generate() of --new_tokens after --prompt_tokens random tokens at batch 1 and 8
+    (first call, then a timed one): new tokens/s.
 Model FLOPs (jaxeval.bench.shapes.read_flops, as `jaxeval bench` counts them): the matmuls of the
 trunk (2 per weight per token), causal attention (QK^T and PV over the lower triangle:
 2 * T * (T + 1) * heads * head_dim per layer) and the LM head at the read positions; padding to
@@ -50,11 +54,39 @@ def measure(params, config, dtype, tokens: int, attention: str, repeats: int, pe
         times.append(time.perf_counter() - t0)
     seconds = min(times[1:]) if repeats else times[0]
     flops = read_flops(config, tokens, positions.size)["total"]
-    return {"tokens": tokens, "attention": attention, "first_call_s": round(times[0], 3), "seconds": round(seconds, 3),
-            "timed_call_includes_compile": not repeats, "tokens_per_s": round(tokens / seconds, 1),
-            "model_flops": flops,
-            "mfu": float(f"{flops / seconds / (peak_tflops * 1e12):.4g}") if peak_tflops else None,
-            "finite": bool(np.isfinite(result.logprobs).all()), "mean_logprob": float(np.mean(result.logprobs))}
+    entry = {"tokens": tokens, "attention": attention, "first_call_s": round(times[0], 3), "seconds": round(seconds, 3),
+             "timed_call_includes_compile": not repeats, "tokens_per_s": round(tokens / seconds, 1),
+             "model_flops": flops,
+             "mfu": float(f"{flops / seconds / (peak_tflops * 1e12):.4g}") if peak_tflops else None,
+             "finite": bool(np.isfinite(result.logprobs).all()), "mean_logprob": float(np.mean(result.logprobs))}
+    return entry, np.asarray(result.logprobs, np.float64)
+
+
+def agreement(logprobs: dict) -> dict:
+    """|d log p| between the first backend's read and each other's, of the same tokens."""
+    import numpy as np
+
+    (first, base), *others = logprobs.items()
+    return {f"{name}_vs_{first}": {"max_abs": float(np.abs(lp - base).max()), "mean_abs": float(np.abs(lp - base).mean())}
+            for name, lp in others}
+
+
+def measure_generate(params, config, batch: int, prompt_tokens: int, new_tokens: int, attention: str) -> dict:
+    import numpy as np
+
+    from jaxeval.engine.generate import generate
+
+    rng = np.random.RandomState(batch)
+    prompts = [rng.randint(0, config.vocab_size, size=prompt_tokens).tolist() for _ in range(batch)]
+    times = []
+    for _ in range(2):  # the first call compiles
+        t0 = time.perf_counter()
+        out = generate(params, config, prompts, new_tokens, eos_token_ids=[], backend=attention, batch_size=batch)
+        times.append(time.perf_counter() - t0)
+    made = sum(len(o.tokens) for o in out)
+    return {"batch": batch, "prompt_tokens": prompt_tokens, "new_tokens": new_tokens, "attention": attention,
+            "first_call_s": round(times[0], 3), "seconds": round(times[1], 3),
+            "new_tokens_per_s": round(made / times[1], 1)}
 
 
 def main() -> None:
@@ -63,6 +95,8 @@ def main() -> None:
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--peak_tflops", type=float, default=None, help="chip peak (default: from the device kind)")
     parser.add_argument("--dry_run", action="store_true", help="toy model, 512/1024 tokens, float32, chunked")
+    parser.add_argument("--prompt_tokens", type=int, default=2048, help="generation: prompt length")
+    parser.add_argument("--new_tokens", type=int, default=128, help="generation: greedy tokens per prompt")
     args = parser.parse_args()
 
     import jax
@@ -74,7 +108,8 @@ def main() -> None:
 
     device = jax.devices()[0]
     raw, dtype, lengths = (TOY, jnp.float32, (512, 1024)) if args.dry_run else (LLAMA_8B, jnp.bfloat16, (32768, 131072))
-    attentions = ["chunked"] if args.dry_run else args.attention.split(",")
+    attentions = ["chunked", "xla"] if args.dry_run else args.attention.split(",")
+    prompt_tokens, new_tokens = (64, 8) if args.dry_run else (args.prompt_tokens, args.new_tokens)
     peak = args.peak_tflops or next((v for k, v in PEAK_TFLOPS.items() if k in device.device_kind), None)
     config = config_from_hf(raw, where="benchmark config")
     t0 = time.perf_counter()
@@ -84,19 +119,31 @@ def main() -> None:
               "dry_run": args.dry_run, "dtype": jnp.dtype(dtype).name, "model": raw, "peak_tflops": peak,
               "parameters": int(sum(x.size for x in jax.tree.leaves(params))),
               "init_s": round(time.perf_counter() - t0, 2), "runs": {}}
+    def record(key, run):  # one failing measurement (out of memory, a backend missing) never stops the rest
+        try:
+            report["runs"][key] = run()
+        except Exception as e:
+            report["runs"][key] = {"error": f"{type(e).__name__}: {str(e)[:2000]}"}
+        report["runs"][key]["peak_device_memory_gb"] = peak_memory_gb(device)
+        print(key, json.dumps(report["runs"][key]), flush=True)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "gpu_read.json"), "w") as f:  # rewritten after every run
+            json.dump(report, f, indent=2)
+
+    logprobs: dict[int, dict[str, object]] = {}
     for attention in attentions:
         for tokens, repeats in ((lengths[0], 1), (lengths[1], 0)):
-            key = f"read_{tokens}_{attention}"
-            try:
-                report["runs"][key] = measure(params, config, dtype, tokens, attention, repeats, peak)
-            except Exception as e:  # record it and go on: one device session, every figure counts
-                report["runs"][key] = {"tokens": tokens, "attention": attention,
-                                       "error": f"{type(e).__name__}: {str(e)[:2000]}"}
-            report["runs"][key]["peak_device_memory_gb"] = peak_memory_gb(device)
-            print(key, json.dumps(report["runs"][key]), flush=True)
-            os.makedirs(args.out, exist_ok=True)
-            with open(os.path.join(args.out, "gpu_read.json"), "w") as f:  # rewritten after every run
-                json.dump(report, f, indent=2)
+            def run(tokens=tokens, repeats=repeats, attention=attention):
+                entry, lp = measure(params, config, dtype, tokens, attention, repeats, peak)
+                logprobs.setdefault(tokens, {})[attention] = lp
+                return entry
+            record(f"read_{tokens}_{attention}", run)
+    for tokens, by_backend in logprobs.items():
+        if len(by_backend) > 1:
+            record(f"agreement_{tokens}", lambda by_backend=by_backend: agreement(by_backend))
+    for batch in (1, 8):
+        record(f"generate_batch{batch}",
+               lambda batch=batch: measure_generate(params, config, batch, prompt_tokens, new_tokens, attentions[0]))
     print(f"wrote {os.path.join(args.out, 'gpu_read.json')}")
 
 

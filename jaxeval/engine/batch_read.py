@@ -54,12 +54,9 @@ def batch_rows(n: int) -> int:
     return rows
 
 
-def read_batches(config: ModelConfig, requests, batch_size: int) -> tuple[list[_Checked], list[list[_Checked]]]:
-    """The checked requests and the batches they are read in: one rung (and rope key) per batch,
-    longest first within a rung, at most batch_size each. Deterministic in the requests alone, so
-    a resumed run reads every sequence in the same company."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"read_batch: batch_size must be a positive integer, got {batch_size!r}")
+def checked_requests(config: ModelConfig, requests, record=_Checked) -> list:
+    """Each (ids, positions, tokens) request checked (read.check_read_request) and within the model's
+    context, as record(index, ids, positions, tokens, one_token_each, n_inputs)."""
     checked = []
     for index, (ids, positions, tokens) in enumerate(requests):
         one = np.ndim(tokens) == 1
@@ -68,7 +65,17 @@ def read_batches(config: ModelConfig, requests, batch_size: int) -> tuple[list[_
         if n_inputs > config.context_limit:
             raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's context "
                                     f"({config.context_source})")
-        checked.append(_Checked(index, ids, positions, tokens, one, n_inputs))
+        checked.append(record(index, ids, positions, tokens, one, n_inputs))
+    return checked
+
+
+def read_batches(config: ModelConfig, requests, batch_size: int) -> tuple[list[_Checked], list[list[_Checked]]]:
+    """The checked requests and the batches they are read in: one rung (and rope key) per batch,
+    longest first within a rung, at most batch_size each. Deterministic in the requests alone, so
+    a resumed run reads every sequence in the same company."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"read_batch: batch_size must be a positive integer, got {batch_size!r}")
+    checked = checked_requests(config, requests)
     groups: dict[tuple, list[_Checked]] = {}
     for request in checked:
         groups.setdefault((length_bucket(request.n_inputs), rope_key(config, request.ids.size)), []).append(request)

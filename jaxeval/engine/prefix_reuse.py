@@ -22,9 +22,8 @@ import numpy as np
 
 from jaxeval.engine.backend import ReadResult
 from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
-from jaxeval.engine.batch_read import read_batch
-from jaxeval.engine.read import check_read_request, host_rope, new_read_cache, read_head, run_chunk
-from jaxeval.errors import InputTooLongError
+from jaxeval.engine.batch_read import checked_requests, read_batch
+from jaxeval.engine.read import host_rope, new_read_cache, read_head, run_chunk
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.rope import rope_key
 from jaxeval.models.sharding import host_array, zeros
@@ -78,15 +77,7 @@ def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefi
 
 def _grouped(config: ModelConfig, requests, prefill_chunk_len: int) -> tuple[list[_Request], list[list[_Request]]]:
     """The checked requests and their groups (those sharing a first chunk, then the singles)."""
-    checked = []
-    for index, (ids, positions, tokens) in enumerate(requests):
-        one = np.ndim(tokens) == 1
-        ids, positions, tokens = check_read_request(ids, positions, tokens, config.vocab_size)
-        n_inputs = int(positions.max())
-        if n_inputs > config.context_limit:
-            raise InputTooLongError(f"read: {n_inputs} input tokens exceed the model's context "
-                                    f"({config.context_source})")
-        checked.append(_Request(index, ids, positions, tokens, one, n_inputs))
+    checked = checked_requests(config, requests, _Request)
     overall = chunk_size(length_bucket(max((r.n_inputs for r in checked), default=1)), prefill_chunk_len)
     groups: dict[tuple, list[_Request]] = {}
     singles: list[list[_Request]] = []

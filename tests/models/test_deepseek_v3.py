@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +22,7 @@ from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.checkpoint import save_checkpoint  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from jaxeval.models.kv_policy import check_supported, from_flags  # noqa: E402
+from moe_checks import eight_devices_equal_one  # noqa: E402
 
 TOL = 1e-4
 VOCAB = 256
@@ -183,23 +181,7 @@ def test_eight_devices_equal_one(tmp_path):
     (DeepSeek-V3's layout: q_lora_rank set, interleaved rope)."""
     folder = tmp_path
     build(folder, "q_lora", seed=2)
-    script = f"""
-import json, numpy as np
-import jaxeval
-ids = np.random.default_rng(5).integers(3, {VOCAB}, 600)
-pos = np.arange(1, 600)
-kw = dict(dtype="float32", load_tokenizer=False, prefill_chunk=128)
-one, mesh = jaxeval.load_model({str(folder)!r}, **kw), jaxeval.load_model({str(folder)!r}, mesh="data=2,tensor=2,context=2",
-                                                                        **kw)
-a, b = one.read(ids, pos, ids[pos]), mesh.read(ids, pos, ids[pos])
-prompts = [ids[:50].tolist(), ids[100:130].tolist()]
-same = [x.tokens == y.tokens for x, y in zip(one.generate(prompts, 8), mesh.generate(prompts, 8))]
-print(json.dumps([float(np.abs(a.logprobs - b.logprobs).max()), bool((a.top1 == b.top1).all()), all(same)]))
-"""
-    env = os.environ | {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-2000:]
-    diff, top1_same, tokens_same = json.loads(out.stdout.strip().splitlines()[-1])
+    diff, top1_same, tokens_same = eight_devices_equal_one(folder, VOCAB)
     assert diff < 1e-5 and top1_same and tokens_same
 
 

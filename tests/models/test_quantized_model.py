@@ -74,7 +74,7 @@ def test_bad_quantize_settings_are_one_clear_error():
         jaxeval.load_model(TINY, dtype="float32", quantize="int2")
     with pytest.raises(ConfigError, match="quant_group=7"):
         jaxeval.load_model(TINY, dtype="float32", quantize="int4", quant_group=7)
-    with pytest.raises(ConfigError, match=r"quantize=int4: weight w\w+: int4 groups of 96 rows do not divide the \d+ input rows"):
+    with pytest.raises(ConfigError, match=r"quantize=int4: weight layers/w\w+: int4 groups of 96 rows do not divide the \d+ input rows"):
         jaxeval.load_model(TINY, dtype="float32", quantize="int4", quant_group=96)
 
 
