@@ -16,7 +16,7 @@ from jaxeval.engine.read import read  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from jaxeval.models.kv_policy import check_supported, from_flags  # noqa: E402
-from moe_checks import eight_devices_equal_one  # noqa: E402
+from moe_checks import eight_devices_equal_one, perturb, read_diff, reference_logprobs  # noqa: E402
 
 TOL = 1e-4
 VOCAB = 256
@@ -24,15 +24,6 @@ CONFIG = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, moe_interm
               num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=8, num_experts_per_tok=2,
               max_position_embeddings=8192, eos_token_id=2, rope_parameters={"rope_type": "default",
                                                                             "rope_theta": 10000.0})
-
-
-def perturb(model, seed):
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            base = 1.0 if "norm" in name else 0.0
-            p.copy_(base + torch.randn(p.shape, generator=gen) * (0.3 if "norm" in name else 0.1))
-    return model.eval()
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["topk-raw", "topk-renormalised"])
@@ -139,3 +130,17 @@ def test_quantize_on_load_covers_the_router_and_equals_the_dequantized_copy(refe
     positions = np.arange(1, len(ids))
     got = model.read(ids, positions, ids[positions]).logprobs
     np.testing.assert_allclose(got, copy.read(ids, positions, ids[positions]).logprobs, atol=2e-5, rtol=0)
+
+
+@pytest.mark.long
+def test_long_parity_16k(tmp_path):
+    """16,384 positions through eight 2,048-token prefill chunks (the default suite's read is 2k)."""
+    config = transformers.Qwen3MoeConfig(**{**CONFIG, "max_position_embeddings": 32768}, norm_topk_prob=True)
+    torch.manual_seed(0)
+    torch_model = perturb(transformers.Qwen3MoeForCausalLM(config), seed=4)
+    torch_model.save_pretrained(tmp_path)
+    ids = np.random.default_rng(4).integers(3, VOCAB, 16384)
+    diff = read_diff(jaxeval.load_model(tmp_path, dtype="float32", load_tokenizer=False, prefill_chunk=2048), ids,
+                     reference_logprobs(torch_model, ids))
+    print(f"qwen3_moe 16k: max |d log p| {diff.max():.2e}, past 8k {diff[8192:].max():.2e}")
+    assert diff.max() <= TOL
