@@ -151,7 +151,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     max_position_embeddings=131072); the fields allowed are jaxeval.models.config.CONFIG_OVERRIDES.
 
     mesh: None (one device), a spec such as "data=2,tensor=2,context=2" or "auto", or a
-    jax.sharding.Mesh with axes ("data", "fsdp", "tensor", "context"); see jaxeval.models.mesh.
+    jax.sharding.Mesh with axes ("data", "fsdp", "expert", "tensor", "context"); see jaxeval.models.mesh.
     quantize: "int8" (per channel), "int4" (symmetric, quant_group rows per scale) or "fp8" (e4m3 per
     channel): every matmul weight is rounded to it at load and held so on the device, rebuilt inside
     the jitted matmuls (jaxeval.models.quant); the embedding and the norms stay in dtype.

@@ -127,8 +127,9 @@ def attention_inputs(lp, c: ModelConfig, x, positions, rope):
     return q, k, v
 
 
-def layer_output(lp, c: ModelConfig, x, attn):
-    """The rest of a layer after attention: x [B, T, D], attn [B, T, H, hd] -> x [B, T, D]."""
+def layer_output(lp, c: ModelConfig, x, attn, mesh=None):
+    """The rest of a layer after attention: x [B, T, D], attn [B, T, H, hd] -> x [B, T, D].
+    mesh: where a MoE's experts are split over an `expert` axis (see mlp)."""
     if c.mla is not None:
         out = mla_output(lp, c.mla, attn)
     else:
@@ -138,20 +139,21 @@ def layer_output(lp, c: ModelConfig, x, attn):
     if c.sandwich_norm:
         out = _norm(c, out, lp["post_attn_norm"])
     x = x + _scaled(out, c.residual_scale)
-    out = mlp(lp, c, _norm(c, x, lp["mlp_norm"]) if c.pre_norm else x)
+    out = mlp(lp, c, _norm(c, x, lp["mlp_norm"]) if c.pre_norm else x, mesh)
     if c.sandwich_norm:
         out = _norm(c, out, lp["post_mlp_norm"])
     return x + _scaled(out, c.residual_scale)
 
 
-def mlp(lp, c: ModelConfig, h):
-    """The feed-forward block on normed h [..., D]: the gated MLP, or the routed experts of a MoE (c.moe)."""
+def mlp(lp, c: ModelConfig, h, mesh=None):
+    """The feed-forward block on normed h [..., D]: the gated MLP, or the routed experts of a MoE (c.moe),
+    expert-parallel on a mesh with expert > 1 (h [B, T, D] there; elsewhere XLA gathers what it needs)."""
     if c.moe is not None:
         experts = {ours: dense_weight(lp[name], h.dtype) for ours, name in _MOE_PARAMS.items() if name in lp}
         if "shared_router" in lp:  # Qwen3.5-MoE: the dense MLP's weights are its gated shared expert
             experts |= {"shared_gate": dense_weight(lp["w_gate"], h.dtype), "shared_up": dense_weight(lp["w_up"], h.dtype),
                         "shared_down": dense_weight(lp["w_down"], h.dtype), "shared_router": lp["shared_router"]}
-        return sparse_moe(experts, c.moe, h)
+        return sparse_moe(experts, c.moe, h, mesh=mesh)
     inner = _activation(c, h @ dense_weight(lp["w_gate"], h.dtype)) * (h @ dense_weight(lp["w_up"], h.dtype))
     return inner @ dense_weight(lp["w_down"], inner.dtype)
 
@@ -213,7 +215,7 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
                       c.attn_logit_softcap, **sinks, **learned)
     if c.attention_output_gate:
         attn = attn * output_gate(lp, c, x).astype(attn.dtype)
-    x = layer_output(lp, c, x, attn)
+    x = layer_output(lp, c, x, attn, mesh)
     return constrain(x, mesh, "batch", "sequence", "hidden"), (k, v)
 
 

@@ -1,7 +1,9 @@
-"""Device meshes: the four named axes, mesh specs, and the sizes the sharding rules read.
+"""Device meshes: the five named axes, mesh specs, and the sizes the sharding rules read.
 
-Mesh axes are fixed: ("data", "fsdp", "tensor", "context").
+Mesh axes are fixed: ("data", "fsdp", "expert", "tensor", "context").
 - data: sequences of a batch (generate rows); fsdp: batch plus the weights' embed dimension;
+- expert: a mixture of experts' experts, each device holding E / expert of them (expert
+  parallelism, jaxeval.models.moe.expert_parallel_routed); models without experts refuse it;
 - tensor: attention heads, MLP width and vocabulary;
 - context: the tokens of a prefill chunk (context parallelism, see jaxeval.models.context).
 What each logical tensor dimension is sharded over lives in one table, jaxeval.models.sharding.
@@ -28,7 +30,7 @@ from jax.sharding import AxisType, Mesh
 
 from jaxeval.errors import ConfigError
 
-AXES = ("data", "fsdp", "tensor", "context")
+AXES = ("data", "fsdp", "expert", "tensor", "context")
 
 
 class MeshError(ConfigError):
@@ -36,7 +38,7 @@ class MeshError(ConfigError):
 
 
 def parse_mesh_spec(spec: str) -> dict[str, int]:
-    """"data=2,tensor=4" -> {"data": 2, "fsdp": 1, "tensor": 4, "context": 1}."""
+    """"data=2,tensor=4" -> {"data": 2, "fsdp": 1, "expert": 1, "tensor": 4, "context": 1}."""
     sizes = dict.fromkeys(AXES, 1)
     seen = set()
     for part in (p.strip() for p in spec.split(",")):
@@ -73,13 +75,13 @@ def auto_mesh_shape(num_devices: int, num_heads: int | None = None, num_kv_heads
 
     tensor = max(d for d in range(1, num_devices + 1) if fits(d)) if num_heads else 1
     rest = num_devices // tensor
-    return {"data": 1 if context_parallel else rest, "fsdp": 1, "tensor": tensor,
+    return {"data": 1 if context_parallel else rest, "fsdp": 1, "expert": 1, "tensor": tensor,
             "context": rest if context_parallel else 1}
 
 
 def make_mesh(spec: str | dict | Mesh | None = None, *, devices=None, num_heads: int | None = None,
               num_kv_heads: int | None = None, context_parallel: bool = True) -> Mesh:
-    """A 4-axis mesh over `devices` (default: every device of every process); see the module docstring.
+    """A 5-axis mesh over `devices` (default: every device of every process); see the module docstring.
 
     spec None means one device (the first): the unsharded engine on a trivial mesh.
     """

@@ -35,6 +35,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec as P
 
 FAMILIES = ("qwen3_moe", "qwen3_next", "qwen3_5_moe", "mixtral", "gpt_oss", "deepseek_v3")
 _GATED_SHARED = ("qwen3_next", "qwen3_5_moe")
@@ -140,14 +141,19 @@ def _glu(spec: MoESpec, gate, up):
 
 
 def _ragged_experts(p, spec, xs, group_sizes, expert_of_row):
-    """xs [M, D] sorted by expert -> [M, D] with jax.lax.ragged_dot."""
+    """xs [M, D] sorted by expert -> [M, D] with jax.lax.ragged_dot. Rows past sum(group_sizes) (pairs
+    routed to experts on other shards) come back as zeros."""
     mm = lambda a, w: jax.lax.ragged_dot(a, w.astype(a.dtype), group_sizes,
                                          preferred_element_type=jnp.float32).astype(a.dtype)
+    expert_of_row = jnp.minimum(expert_of_row, group_sizes.shape[0] - 1)  # the bias rows of foreign pairs: unused
     gate, up = mm(xs, p["w_gate"]), mm(xs, p["w_up"])
     if spec.family == "gpt_oss":
         gate, up = gate + p["b_gate"][expert_of_row], up + p["b_up"][expert_of_row]
     out = mm(_glu(spec, gate, up), p["w_down"])
-    return out + p["b_down"][expert_of_row] if spec.family == "gpt_oss" else out
+    if spec.family == "gpt_oss":
+        out = out + p["b_down"][expert_of_row]
+    here = jnp.arange(xs.shape[0]) < jnp.sum(group_sizes)
+    return jnp.where(here[:, None], out, 0)
 
 
 def default_block(rows: int, num_experts: int) -> int:
@@ -173,8 +179,11 @@ def _blocked_experts(p, spec, xs, group_sizes, expert_of_row, block):
     padded = -(-group_sizes // block) * block  # [E]
     padded_end = jnp.cumsum(padded)
     start = jnp.cumsum(group_sizes) - group_sizes
-    dest = (padded_end - padded)[expert_of_row] + jnp.arange(M) - start[expert_of_row]  # [M] row in blocks
-    rows = jnp.zeros((nb * block, D), xs.dtype).at[dest].set(xs)
+    here = expert_of_row < E  # False: a pair routed to an expert on another shard (sorted last, never run)
+    e_row = jnp.minimum(expert_of_row, E - 1)
+    dest = (padded_end - padded)[e_row] + jnp.arange(M) - start[e_row]  # [M] row in blocks
+    dest = jnp.where(here, dest, nb * block)  # out of range: dropped on the way in, zeros on the way out
+    rows = jnp.zeros((nb * block, D), xs.dtype).at[dest].set(xs, mode="drop")
     # block b belongs to the first expert whose padded rows end after its first row
     block_expert = jnp.sum(padded_end[None, :] <= (jnp.arange(nb) * block)[:, None], axis=1)
     block_expert = jnp.minimum(block_expert, E - 1)  # blocks past the last used one: never run
@@ -192,16 +201,21 @@ def _blocked_experts(p, spec, xs, group_sizes, expert_of_row, block):
 
     # the trip count is the number of blocks in use (dynamic): unused blocks cost nothing
     out = jax.lax.fori_loop(0, padded_end[-1] // block, one_block, jnp.zeros_like(rows))
-    return out[dest]
+    return jnp.take(out, dest, axis=0, mode="fill", fill_value=0)
 
 
 def routed_experts(p, spec: MoESpec, x, weights, experts, impl="auto", block=None):
-    """x [T, D]; weights, experts [T, k] -> sum_k weights * expert(x) [T, D] (sorted dispatch)."""
+    """x [T, D]; weights, experts [T, k] -> sum_k weights * expert(x) [T, D] (sorted dispatch).
+
+    The experts are those of p (its leading dimension E, all spec.num_experts or one shard's); an id
+    of E or more names an expert held elsewhere: its pair is sorted last, not computed, and adds 0.
+    """
     T, D = x.shape
-    k, E = experts.shape[1], spec.num_experts
+    k, E = experts.shape[1], p["w_gate"].shape[0]
+    weights = jnp.where(experts < E, weights, 0.0)
     flat = experts.reshape(-1)  # [M = T*k]
     order = jnp.argsort(flat, stable=True)  # sorted row r is pair order[r] = (token order[r] // k, slot)
-    group_sizes = jnp.bincount(flat, length=E).astype(jnp.int32)
+    group_sizes = jnp.zeros(E, jnp.int32).at[flat].add(1, mode="drop")  # foreign ids (>= E) dropped
     xs = x[order // k]  # [M, D]
     if impl == "auto":
         impl = "blocked" if jax.default_backend() == "cpu" else "ragged"
@@ -220,12 +234,66 @@ def _shared_mlp(p, spec, x):
     return h @ p["shared_down"]
 
 
-def sparse_moe(p, spec: MoESpec, x, impl="auto", block=None):
-    """The family's sparse MoE block. x [..., D] -> [..., D] (no residual, no norm)."""
-    shape = x.shape
-    x = x.reshape(-1, shape[-1])
+def _local_routed(p, spec: MoESpec, x, impl="auto", block=None, shard=0):
+    """Route x [T, D] and run the experts p holds: shard `shard` of E / len(p["w_gate"]) equal shards."""
     weights, experts = route(p, spec, x)
-    y = routed_experts(p, spec, x, weights, experts, impl, block)
+    held = p["w_gate"].shape[0]
+    local = experts - shard * held
+    local = jnp.where((local >= 0) & (local < held), local, held)  # held elsewhere: the id `held`
+    return routed_experts(p, spec, x, weights, local, impl, block)
+
+
+def expert_parallel_routed(p, spec: MoESpec, x, mesh, impl="auto", block=None):
+    """The routed experts on a mesh with an `expert` axis: x [B, T, D] -> [B, T, D].
+
+    Expert parallelism without an all-to-all: the tokens stay where they are (batch over data/fsdp,
+    sequence over context), each device routes its tokens, sorts the (token, expert) pairs and runs
+    only those of its own E / expert experts (their width split over `tensor`, as the rules table
+    lays the weights out), and one psum over expert x tensor adds the partial outputs. Per device
+    the routed cost is T*k/expert rows on average; the communication is one [tokens, D] reduction per
+    layer, where an all-to-all would move the k copies of each token there and back.
+    """
+    from jaxeval.models.context import _shard_map  # the shard_map of this jax (also the attention's)
+    from jaxeval.models.sharding import spec as rule_spec
+
+    routed = {name: p[name] for name in _ROUTED if name in p}
+    names = {name: _ROUTED_AXES[name] if name in _ROUTED_AXES else (None,) * p[name].ndim for name in routed}
+    specs = {name: rule_spec(a.shape, names[name], mesh) if None not in names[name] else P()
+             for name, a in routed.items()}
+    x_spec = rule_spec(x.shape, ("batch", "sequence", "hidden"), mesh)
+    reduce = tuple(a for a in ("expert", "tensor") if a in {specs["w_gate"][0], specs["w_gate"][2]})
+    shards = int(mesh.shape["expert"]) if specs["w_gate"][0] == "expert" else 1
+
+    def local(p, x):
+        if "b_down" in p and "tensor" in reduce:  # a per-row bias: added by one tensor shard only
+            p = p | {"b_down": p["b_down"] * (jax.lax.axis_index("tensor") == 0).astype(p["b_down"].dtype)}
+        shard = jax.lax.axis_index("expert") if shards > 1 else 0
+        y = _local_routed(p, spec, x.reshape(-1, x.shape[-1]), impl, block, shard).reshape(x.shape)
+        return jax.lax.psum(y, reduce) if reduce else y
+
+    run = _shard_map(local, mesh=mesh, in_specs=(specs, x_spec), out_specs=x_spec, check_vma=False)
+    return run(routed, x)
+
+
+# the routed experts' parameters and their logical axes (jaxeval.models.sharding.RULES); the rest replicated
+_ROUTED = ("router", "router_bias", "score_bias", "w_gate", "w_up", "w_down", "b_gate", "b_up", "b_down")
+_ROUTED_AXES = {"w_gate": ("experts", "hidden", "moe_mlp"), "w_up": ("experts", "hidden", "moe_mlp"),
+                "w_down": ("experts", "moe_mlp", "hidden"), "b_gate": ("experts", "moe_mlp"),
+                "b_up": ("experts", "moe_mlp"), "b_down": ("experts", "hidden")}
+
+
+def sparse_moe(p, spec: MoESpec, x, impl="auto", block=None, mesh=None):
+    """The family's sparse MoE block. x [..., D] -> [..., D] (no residual, no norm).
+
+    mesh: a mesh with expert > 1 runs the routed experts expert-parallel (expert_parallel_routed;
+    x then [B, T, D]); otherwise XLA partitions them from the weights' shardings."""
+    shape = x.shape
+    if mesh is not None and mesh.shape["expert"] > 1:
+        y = expert_parallel_routed(p, spec, x, mesh, impl, block).reshape(-1, shape[-1])
+        x = x.reshape(-1, shape[-1])
+    else:
+        x = x.reshape(-1, shape[-1])
+        y = _local_routed(p, spec, x, impl, block)
     if spec.family in _GATED_SHARED:
         y = y + jax.nn.sigmoid(x @ p["shared_router"][:, None]) * _shared_mlp(p, spec, x)
     elif spec.family == "deepseek_v3":

@@ -33,7 +33,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "kv_heads": ("tensor",),
     "head_dim": (),
     "mlp": ("tensor",),
-    "experts": (),  # MoE experts: each one whole on every device for now; their width split like the MLP's
+    "experts": ("expert",),  # MoE experts: E / expert per device (jaxeval.models.moe.expert_parallel_routed)
     "moe_mlp": ("tensor",),
     "shared_mlp": ("tensor",),  # DeepSeek-V3's shared experts
     # DeepSeek-V3's latent attention: the low ranks whole, heads split as any heads (jaxeval.models.mla)
@@ -120,6 +120,12 @@ def check_mesh_fits(config: ModelConfig, mesh: Mesh, prefill_chunk: int | None =
     if kv % tp and tp % kv:
         raise MeshError(f"{where}: tensor={tp} must divide num_key_value_heads={kv} or be a multiple of it "
                         "(K/V heads are then replicated)")
+    ep = sizes["expert"]
+    if ep > 1 and config.moe is None:
+        raise MeshError(f"{where}: expert={ep} needs a mixture-of-experts model; this one has no experts "
+                        "(put the devices on data, tensor or context)")
+    if ep > 1 and config.moe.num_experts % ep:
+        raise MeshError(f"{where}: expert={ep} does not divide the model's {config.moe.num_experts} routed experts")
     if prefill_chunk is not None and cp > 1 and prefill_chunk % (2 * cp):
         raise MeshError(f"{where}: prefill_chunk={prefill_chunk} must be a multiple of 2 * context = {2 * cp} "
                         "(each context shard takes one early and one late stripe of every chunk)")

@@ -4,6 +4,7 @@ cost, from the model's config and tokenizer (no weights on the device, unless --
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 
@@ -105,7 +106,7 @@ def hardware_rates(args, config, dtype: str, loaded_model=None, read_tokens: int
 def memory_inputs(args, config, gguf) -> tuple[str, dict, int]:
     """(the run's dtype, its mesh shape, the weights' bytes as stored) for the memory estimate."""
     from jaxeval.api import default_dtype
-    from jaxeval.models.mesh import auto_mesh_shape, parse_mesh_spec
+    from jaxeval.models.mesh import AXES, auto_mesh_shape, parse_mesh_spec
 
     dtype = default_dtype() if args.dtype == "auto" else args.dtype
     mesh_arg = getattr(args, "mesh", None)
@@ -114,7 +115,7 @@ def memory_inputs(args, config, gguf) -> tuple[str, dict, int]:
         mesh = auto_mesh_shape(jax.device_count(), config.num_heads, config.num_kv_heads,
                                context_parallel=config.linear_attention is None)  # hybrids: no context axis
     else:
-        mesh = parse_mesh_spec(mesh_arg) if mesh_arg else {"data": 1, "fsdp": 1, "tensor": 1, "context": 1}
+        mesh = parse_mesh_spec(mesh_arg) if mesh_arg else dict.fromkeys(AXES, 1)
     quantize = None if getattr(args, "quantize", "none") in (None, "none") else args.quantize
     keep_blocks = gguf if (gguf is not None and not getattr(args, "dequantize", False)) else None  # mesh too
     return dtype, mesh, cost.weight_bytes(config, dtype, quantize, getattr(args, "quant_group", 128), keep_blocks)
@@ -130,7 +131,7 @@ def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
     config = model.config
     counted = count_tasks(args, tasks, model)
     dtype, mesh, weights = memory_inputs(args, config, gguf)
-    chips = mesh["data"] * mesh["fsdp"] * mesh["tensor"] * mesh["context"]
+    chips = math.prod(mesh.values())
     per_task, totals = estimate.tokens_section(config, counted)
     reads = [s for recorder, _ in counted.values() for s in recorder.reads if s.rows]
     typical = sorted(s.end for s in reads)[len(reads) // 2] if reads else 256

@@ -15,7 +15,7 @@ from jaxeval.models.sharding import PARAM_AXES, READ_CACHE, check_mesh_fits, spe
 
 def abstract(**sizes):
     shape = tuple(sizes.get(a, 1) for a in AXES)
-    return AbstractMesh(shape, AXES, axis_types=(AxisType.Auto,) * 4)
+    return AbstractMesh(shape, AXES, axis_types=(AxisType.Auto,) * len(AXES))
 
 
 def config(heads=8, kv=2):
@@ -25,7 +25,7 @@ def config(heads=8, kv=2):
 
 
 def test_parse_mesh_spec():
-    assert parse_mesh_spec("data=2, tensor=2,context=2") == {"data": 2, "fsdp": 1, "tensor": 2, "context": 2}
+    assert parse_mesh_spec("data=2, tensor=2,context=2") == {"data": 2, "fsdp": 1, "expert": 1, "tensor": 2, "context": 2}
     assert parse_mesh_spec("") == dict.fromkeys(AXES, 1)
     for bad, why in [("model=2", "AXIS=SIZE"), ("tensor", "AXIS=SIZE"), ("tensor=0", "positive integer"),
                      ("tensor=x", "positive integer"), ("tensor=2,tensor=2", "given twice")]:
@@ -39,9 +39,9 @@ def test_make_mesh_needs_the_device_count():
     mesh = make_mesh("data=1")
     assert mesh.axis_names == AXES and mesh.size == 1
     assert make_mesh(mesh) is mesh
-    assert auto_mesh_shape(8, num_heads=4) == {"data": 1, "fsdp": 1, "tensor": 4, "context": 2}
-    assert auto_mesh_shape(6, num_heads=8) == {"data": 1, "fsdp": 1, "tensor": 2, "context": 3}
-    assert auto_mesh_shape(6, num_heads=12, num_kv_heads=4) == {"data": 1, "fsdp": 1, "tensor": 2, "context": 3}
+    assert auto_mesh_shape(8, num_heads=4) == {"data": 1, "fsdp": 1, "expert": 1, "tensor": 4, "context": 2}
+    assert auto_mesh_shape(6, num_heads=8) == {"data": 1, "fsdp": 1, "expert": 1, "tensor": 2, "context": 3}
+    assert auto_mesh_shape(6, num_heads=12, num_kv_heads=4) == {"data": 1, "fsdp": 1, "expert": 1, "tensor": 2, "context": 3}
 
 
 def test_rules_replicate_what_an_axis_does_not_divide():

@@ -176,12 +176,13 @@ def test_orbax_checkpoint_round_trip(reference, tmp_path):
 
 
 def test_eight_devices_equal_one(tmp_path):
-    """data x tensor x context = 2 x 2 x 2 simulated devices (a subprocess: JAX fixes its device count at start):
+    """data x expert x tensor = 2 x 2 x 2 simulated devices (a subprocess: JAX fixes its device count at start):
     query heads and the latent projections' heads split over tensor, the one latent KV head replicated
-    (DeepSeek-V3's layout: q_lora_rank set, interleaved rope)."""
+    (DeepSeek-V3's layout: q_lora_rank set, interleaved rope), the routed experts expert-parallel with
+    group-limited routing."""
     folder = tmp_path
     build(folder, "q_lora", seed=2)
-    diff, top1_same, tokens_same = eight_devices_equal_one(folder, VOCAB)
+    diff, top1_same, tokens_same = eight_devices_equal_one(folder, VOCAB, mesh="data=2,expert=2,tensor=2")
     assert diff < 1e-5 and top1_same and tokens_same
 
 

@@ -221,7 +221,8 @@ def test_long_parity(tmp_path):
 
 
 def test_eight_devices_equal_one(reference):
-    """data x tensor x context = 2 x 2 x 2 simulated devices: sinks split with the query heads over tensor."""
+    """expert x tensor x context = 2 x 2 x 2 simulated devices: sinks split with the query heads over tensor,
+    the experts (and their biases) expert-parallel, their width over tensor."""
     _, folder = reference
-    diff, top1_same, tokens_same = eight_devices_equal_one(folder, VOCAB)
+    diff, top1_same, tokens_same = eight_devices_equal_one(folder, VOCAB, mesh="expert=2,tensor=2,context=2")
     assert diff < 1e-5 and top1_same and tokens_same

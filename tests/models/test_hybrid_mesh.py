@@ -49,8 +49,8 @@ def test_context_axis_is_refused_and_auto_meshes_go_data_parallel():
     with pytest.raises(MeshError, match="model_type='qwen3_5_text' .*does not run context-parallel.*context=2"):
         check_hybrid_mesh(c, types.SimpleNamespace(shape={"data": 1, "fsdp": 1, "tensor": 4, "context": 2}))
     assert issubclass(MeshError, ConfigError)
-    assert auto_mesh_shape(16, 8, 2, context_parallel=False) == {"data": 2, "fsdp": 1, "tensor": 8, "context": 1}
-    assert auto_mesh_shape(16, 8, 2) == {"data": 1, "fsdp": 1, "tensor": 8, "context": 2}
+    assert auto_mesh_shape(16, 8, 2, context_parallel=False) == {"data": 2, "fsdp": 1, "expert": 1, "tensor": 8, "context": 1}
+    assert auto_mesh_shape(16, 8, 2) == {"data": 1, "fsdp": 1, "expert": 1, "tensor": 8, "context": 2}
 
 
 @pytest.fixture(scope="module")

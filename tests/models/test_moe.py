@@ -219,3 +219,81 @@ def test_moe_flops_routed_is_k_over_e_of_dense():
     assert f["routed"] < f["blocked_max"] <= 1.5 * f["routed"]
     decode = moe.moe_flops(1, spec, hidden=2048, inter=768)  # one token: 8 blocks of 1 row
     assert moe.default_block(8, 128) == 1 and decode["blocked_max"] == 2 * decode["routed"]
+
+
+@pytest.mark.parametrize("impl", ["blocked", "ragged"])
+def test_foreign_expert_ids_are_not_computed_and_add_nothing(impl):
+    """One expert shard's view: ids >= the experts it holds (after the shard offset) contribute zero, and its
+    output equals the full block restricted to the pairs routed to its experts."""
+    spec = moe.MoESpec("gpt_oss", 8, 2)
+    rng = np.random.default_rng(3)
+    D, I, E, T = 16, 8, 8, 40
+    p = {"router": rng.normal(size=(D, E)), "router_bias": rng.normal(size=E), "w_gate": rng.normal(size=(E, D, I)),
+         "w_up": rng.normal(size=(E, D, I)), "w_down": rng.normal(size=(E, I, D)), "b_gate": rng.normal(size=(E, I)),
+         "b_up": rng.normal(size=(E, I)), "b_down": rng.normal(size=(E, D))}
+    p = {k: jax.numpy.asarray(v, jax.numpy.float32) for k, v in p.items()}
+    x = jax.numpy.asarray(rng.normal(size=(T, D)), jax.numpy.float32)
+    weights, experts = moe.route(p, spec, x)
+    full = np.zeros((T, D), np.float32)
+    for shard in range(4):  # four shards of two experts each add up to the whole block
+        held = {k: (v[2 * shard:2 * shard + 2] if k.startswith(("w_", "b_")) else v) for k, v in p.items()}
+        part = moe._local_routed(held, spec, x, impl=impl, shard=shard)
+        mine = (experts // 2 == shard)
+        want = moe.routed_experts(p, spec, x, jax.numpy.where(mine, weights, 0.0), experts, impl="blocked")
+        np.testing.assert_allclose(np.asarray(part), np.asarray(want), atol=2e-4, rtol=1e-5)
+        full += np.asarray(part)
+    np.testing.assert_allclose(full, np.asarray(moe.routed_experts(p, spec, x, weights, experts)), atol=5e-4, rtol=1e-5)
+
+
+def test_expert_axis_splits_the_experts_and_matches_one_device():
+    """On 8 simulated devices (a subprocess): each device holds E / expert experts, and the expert-parallel block
+    equals the one-device block for every family's routing, with the width also over tensor and tokens over
+    data or context."""
+    import json, os, subprocess, sys  # noqa: E401
+    script = '''
+import json, jax, jax.numpy as jnp, numpy as np
+from jaxeval.models import moe
+from jaxeval.models.mesh import make_mesh
+from jaxeval.models.sharding import sharding
+rng = np.random.default_rng(0)
+D, I, E = 16, 8, 8
+p = {"router": rng.normal(size=(D, E)), "router_bias": rng.normal(size=E), "score_bias": rng.normal(size=E),
+     "w_gate": rng.normal(size=(E, D, I)), "w_up": rng.normal(size=(E, D, I)), "w_down": rng.normal(size=(E, I, D)),
+     "b_gate": rng.normal(size=(E, I)), "b_up": rng.normal(size=(E, I)), "b_down": rng.normal(size=(E, D)),
+     "shared_gate": rng.normal(size=(D, I)), "shared_up": rng.normal(size=(D, I)), "shared_down": rng.normal(size=(I, D))}
+p = {k: jnp.asarray(v, jnp.float32) for k, v in p.items()}
+x = jnp.asarray(rng.normal(size=(2, 64, D)), jnp.float32)
+ONLY = {"b_": "gpt_oss", "router_bias": "gpt_oss", "shared": "deepseek_v3", "score_bias": "deepseek_v3"}
+out = {}
+for spec in (moe.MoESpec("qwen3_moe", E, 2), moe.MoESpec("gpt_oss", E, 2), moe.MoESpec("deepseek_v3", E, 2, n_group=4, topk_group=2)):
+    keep = {k: v for k, v in p.items() if all(spec.family == f or not k.startswith(pre) for pre, f in ONLY.items())}
+    ref = moe.sparse_moe(keep, spec, x)
+    for m in ("expert=8", "expert=2,tensor=2,context=2", "data=2,expert=4"):
+        mesh = make_mesh(m)
+        held = dict(keep, w_gate=jax.device_put(keep["w_gate"], sharding(keep["w_gate"].shape, ("experts", "embed", "moe_mlp"), mesh)))
+        got = jax.jit(lambda p, x: moe.sparse_moe(p, spec, x, mesh=mesh))(held, x)
+        rows = {s.data.shape[0] for s in held["w_gate"].addressable_shards}
+        out[spec.family + " " + m] = [float(jnp.abs(got - ref).max() / jnp.abs(ref).max()), sorted(rows)]
+print(json.dumps(out))
+'''
+    env = os.environ | {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(out) == 9
+    for case, (rel, rows) in out.items():
+        assert rel < 1e-6, case
+        assert rows == [8 // int(case.split("expert=")[1][0])], case  # 8 experts
+
+
+def test_expert_axis_refused_without_experts_or_when_it_does_not_divide_them():
+    from types import SimpleNamespace
+    from jaxeval.models.mesh import MeshError
+    from jaxeval.models.sharding import check_mesh_fits
+    mesh = SimpleNamespace(shape={"data": 1, "fsdp": 1, "expert": 4, "tensor": 1, "context": 1})
+    dense = SimpleNamespace(moe=None, num_heads=4, num_kv_heads=2, linear_attention=None, layer_types=None)
+    with pytest.raises(MeshError, match="expert=4 needs a mixture-of-experts model"):
+        check_mesh_fits(dense, mesh)
+    sparse = SimpleNamespace(**{**vars(dense), "moe": moe.MoESpec("mixtral", 6, 2)})
+    with pytest.raises(MeshError, match="expert=4 does not divide the model's 6 routed experts"):
+        check_mesh_fits(sparse, mesh)

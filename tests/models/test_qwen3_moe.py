@@ -107,10 +107,12 @@ def test_dense_first_layers_match_transformers(tmp_path):
 
 
 def test_eight_devices_equal_one(reference):
-    """data x tensor x context = 2 x 2 x 2 simulated devices (a subprocess: JAX fixes its device count at start):
-    experts whole on every device, their width split over tensor; reads and greedy tokens as on one device."""
-    _, folder = reference
-    diff, top1_same, tokens_same = eight_devices_equal_one(folder, VOCAB)
+    """8 simulated devices (a subprocess: JAX fixes its device count at start), reads and greedy tokens as on one
+    device. topk-raw: data x tensor x context = 2 x 2 x 2, experts whole on every device, their width split over
+    tensor. topk-renormalised: expert x tensor x context = 2 x 2 x 2, four experts per device, expert-parallel."""
+    model, folder = reference
+    mesh = "expert=2,tensor=2,context=2" if model.config.norm_topk_prob else "data=2,tensor=2,context=2"
+    diff, top1_same, tokens_same = eight_devices_equal_one(folder, VOCAB, mesh=mesh)
     assert diff < 1e-5 and top1_same and tokens_same
 
 
