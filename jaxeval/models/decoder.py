@@ -10,6 +10,8 @@ jaxeval.models.param_layout.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,6 +24,7 @@ from jaxeval.models.context import mesh_attention, stripe_order
 from jaxeval.models.layer_stacks import layer_stacks
 from jaxeval.models.mla import LATENT_NORM_EPS, mla_output, mla_queries_keys
 from jaxeval.models.moe import sparse_moe
+from jaxeval.models.moe_parallel import expert_parallel_routed
 from jaxeval.models.quant import dense_weight
 from jaxeval.models.param_layout import param, param_shapes
 from jaxeval.models.rope import RopeTables, apply_rope, rope_tables, rotary_cos_sin
@@ -153,7 +156,8 @@ def mlp(lp, c: ModelConfig, h, mesh=None):
         if "shared_router" in lp:  # Qwen3.5-MoE: the dense MLP's weights are its gated shared expert
             experts |= {"shared_gate": dense_weight(lp["w_gate"], h.dtype), "shared_up": dense_weight(lp["w_up"], h.dtype),
                         "shared_down": dense_weight(lp["w_down"], h.dtype), "shared_router": lp["shared_router"]}
-        return sparse_moe(experts, c.moe, h, mesh=mesh)
+        parallel = mesh is not None and mesh.shape["expert"] > 1
+        return sparse_moe(experts, c.moe, h, routed=functools.partial(expert_parallel_routed, mesh) if parallel else None)
     inner = _activation(c, h @ dense_weight(lp["w_gate"], h.dtype)) * (h @ dense_weight(lp["w_up"], h.dtype))
     return inner @ dense_weight(lp["w_down"], inner.dtype)
 

@@ -3,7 +3,7 @@
 Mesh axes are fixed: ("data", "fsdp", "expert", "tensor", "context").
 - data: sequences of a batch (generate rows); fsdp: batch plus the weights' embed dimension;
 - expert: a mixture of experts' experts, each device holding E / expert of them (expert
-  parallelism, jaxeval.models.moe.expert_parallel_routed); models without experts refuse it;
+  parallelism, jaxeval.models.moe_parallel.expert_parallel_routed); models without experts refuse it;
 - tensor: attention heads, MLP width and vocabulary;
 - context: the tokens of a prefill chunk (context parallelism, see jaxeval.models.context).
 What each logical tensor dimension is sharded over lives in one table, jaxeval.models.sharding.

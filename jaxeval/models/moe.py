@@ -35,7 +35,6 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import PartitionSpec as P
 
 FAMILIES = ("qwen3_moe", "qwen3_next", "qwen3_5_moe", "mixtral", "gpt_oss", "deepseek_v3")
 _GATED_SHARED = ("qwen3_next", "qwen3_5_moe")
@@ -234,7 +233,7 @@ def _shared_mlp(p, spec, x):
     return h @ p["shared_down"]
 
 
-def _local_routed(p, spec: MoESpec, x, impl="auto", block=None, shard=0):
+def local_routed(p, spec: MoESpec, x, impl="auto", block=None, shard=0):
     """Route x [T, D] and run the experts p holds: shard `shard` of E / len(p["w_gate"]) equal shards."""
     weights, experts = route(p, spec, x)
     held = p["w_gate"].shape[0]
@@ -243,57 +242,19 @@ def _local_routed(p, spec: MoESpec, x, impl="auto", block=None, shard=0):
     return routed_experts(p, spec, x, weights, local, impl, block)
 
 
-def expert_parallel_routed(p, spec: MoESpec, x, mesh, impl="auto", block=None):
-    """The routed experts on a mesh with an `expert` axis: x [B, T, D] -> [B, T, D].
-
-    Expert parallelism without an all-to-all: the tokens stay where they are (batch over data/fsdp,
-    sequence over context), each device routes its tokens, sorts the (token, expert) pairs and runs
-    only those of its own E / expert experts (their width split over `tensor`, as the rules table
-    lays the weights out), and one psum over expert x tensor adds the partial outputs. Per device
-    the routed cost is T*k/expert rows on average; the communication is one [tokens, D] reduction per
-    layer, where an all-to-all would move the k copies of each token there and back.
-    """
-    from jaxeval.models.context import _shard_map  # the shard_map of this jax (also the attention's)
-    from jaxeval.models.sharding import spec as rule_spec
-
-    routed = {name: p[name] for name in _ROUTED if name in p}
-    names = {name: _ROUTED_AXES[name] if name in _ROUTED_AXES else (None,) * p[name].ndim for name in routed}
-    specs = {name: rule_spec(a.shape, names[name], mesh) if None not in names[name] else P()
-             for name, a in routed.items()}
-    x_spec = rule_spec(x.shape, ("batch", "sequence", "hidden"), mesh)
-    reduce = tuple(a for a in ("expert", "tensor") if a in {specs["w_gate"][0], specs["w_gate"][2]})
-    shards = int(mesh.shape["expert"]) if specs["w_gate"][0] == "expert" else 1
-
-    def local(p, x):
-        if "b_down" in p and "tensor" in reduce:  # a per-row bias: added by one tensor shard only
-            p = p | {"b_down": p["b_down"] * (jax.lax.axis_index("tensor") == 0).astype(p["b_down"].dtype)}
-        shard = jax.lax.axis_index("expert") if shards > 1 else 0
-        y = _local_routed(p, spec, x.reshape(-1, x.shape[-1]), impl, block, shard).reshape(x.shape)
-        return jax.lax.psum(y, reduce) if reduce else y
-
-    run = _shard_map(local, mesh=mesh, in_specs=(specs, x_spec), out_specs=x_spec, check_vma=False)
-    return run(routed, x)
-
-
-# the routed experts' parameters and their logical axes (jaxeval.models.sharding.RULES); the rest replicated
-_ROUTED = ("router", "router_bias", "score_bias", "w_gate", "w_up", "w_down", "b_gate", "b_up", "b_down")
-_ROUTED_AXES = {"w_gate": ("experts", "hidden", "moe_mlp"), "w_up": ("experts", "hidden", "moe_mlp"),
-                "w_down": ("experts", "moe_mlp", "hidden"), "b_gate": ("experts", "moe_mlp"),
-                "b_up": ("experts", "moe_mlp"), "b_down": ("experts", "hidden")}
-
-
-def sparse_moe(p, spec: MoESpec, x, impl="auto", block=None, mesh=None):
+def sparse_moe(p, spec: MoESpec, x, impl="auto", block=None, routed=None):
     """The family's sparse MoE block. x [..., D] -> [..., D] (no residual, no norm).
 
-    mesh: a mesh with expert > 1 runs the routed experts expert-parallel (expert_parallel_routed;
-    x then [B, T, D]); otherwise XLA partitions them from the weights' shardings."""
+    routed: how the routed experts run, routed(p, spec, x, impl, block) -> [..., D] on x's shape
+    (jaxeval.models.moe_parallel.expert_parallel_routed on a mesh with an `expert` axis); None: here,
+    with XLA partitioning them from the weights' shardings on a mesh."""
     shape = x.shape
-    if mesh is not None and mesh.shape["expert"] > 1:
-        y = expert_parallel_routed(p, spec, x, mesh, impl, block).reshape(-1, shape[-1])
+    if routed is not None:
+        y = routed(p, spec, x, impl, block).reshape(-1, shape[-1])
         x = x.reshape(-1, shape[-1])
     else:
         x = x.reshape(-1, shape[-1])
-        y = _local_routed(p, spec, x, impl, block)
+        y = local_routed(p, spec, x, impl, block)
     if spec.family in _GATED_SHARED:
         y = y + jax.nn.sigmoid(x @ p["shared_router"][:, None]) * _shared_mlp(p, spec, x)
     elif spec.family == "deepseek_v3":

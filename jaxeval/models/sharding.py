@@ -33,7 +33,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "kv_heads": ("tensor",),
     "head_dim": (),
     "mlp": ("tensor",),
-    "experts": ("expert",),  # MoE experts: E / expert per device (jaxeval.models.moe.expert_parallel_routed)
+    "experts": ("expert",),  # MoE experts: E / expert per device (jaxeval.models.moe_parallel.expert_parallel_routed)
     "moe_mlp": ("tensor",),
     "shared_mlp": ("tensor",),  # DeepSeek-V3's shared experts
     # DeepSeek-V3's latent attention: the low ranks whole, heads split as any heads (jaxeval.models.mla)

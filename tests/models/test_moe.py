@@ -237,7 +237,7 @@ def test_foreign_expert_ids_are_not_computed_and_add_nothing(impl):
     full = np.zeros((T, D), np.float32)
     for shard in range(4):  # four shards of two experts each add up to the whole block
         held = {k: (v[2 * shard:2 * shard + 2] if k.startswith(("w_", "b_")) else v) for k, v in p.items()}
-        part = moe._local_routed(held, spec, x, impl=impl, shard=shard)
+        part = moe.local_routed(held, spec, x, impl=impl, shard=shard)
         mine = (experts // 2 == shard)
         want = moe.routed_experts(p, spec, x, jax.numpy.where(mine, weights, 0.0), experts, impl="blocked")
         np.testing.assert_allclose(np.asarray(part), np.asarray(want), atol=2e-4, rtol=1e-5)
@@ -252,7 +252,9 @@ def test_expert_axis_splits_the_experts_and_matches_one_device():
     import json, os, subprocess, sys  # noqa: E401
     script = '''
 import json, jax, jax.numpy as jnp, numpy as np
+import functools
 from jaxeval.models import moe
+from jaxeval.models.moe_parallel import expert_parallel_routed
 from jaxeval.models.mesh import make_mesh
 from jaxeval.models.sharding import sharding
 rng = np.random.default_rng(0)
@@ -271,7 +273,7 @@ for spec in (moe.MoESpec("qwen3_moe", E, 2), moe.MoESpec("gpt_oss", E, 2), moe.M
     for m in ("expert=8", "expert=2,tensor=2,context=2", "data=2,expert=4"):
         mesh = make_mesh(m)
         held = dict(keep, w_gate=jax.device_put(keep["w_gate"], sharding(keep["w_gate"].shape, ("experts", "embed", "moe_mlp"), mesh)))
-        got = jax.jit(lambda p, x: moe.sparse_moe(p, spec, x, mesh=mesh))(held, x)
+        got = jax.jit(lambda p, x: moe.sparse_moe(p, spec, x, routed=functools.partial(expert_parallel_routed, mesh)))(held, x)
         rows = {s.data.shape[0] for s in held["w_gate"].addressable_shards}
         out[spec.family + " " + m] = [float(jnp.abs(got - ref).max() / jnp.abs(ref).max()), sorted(rows)]
 print(json.dumps(out))
