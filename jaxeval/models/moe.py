@@ -211,7 +211,6 @@ def routed_experts(p, spec: MoESpec, x, weights, experts, impl="auto", block=Non
     """
     T, D = x.shape
     k, E = experts.shape[1], p["w_gate"].shape[0]
-    weights = jnp.where(experts < E, weights, 0.0)
     flat = experts.reshape(-1)  # [M = T*k]
     order = jnp.argsort(flat, stable=True)  # sorted row r is pair order[r] = (token order[r] // k, slot)
     group_sizes = jnp.zeros(E, jnp.int32).at[flat].add(1, mode="drop")  # foreign ids (>= E) dropped

@@ -24,17 +24,15 @@ def expert_parallel_routed(mesh, p, spec: MoESpec, x, impl="auto", block=None):
     layer, where an all-to-all would move the k copies of each token there and back.
     """
     routed = {name: p[name] for name in _ROUTED if name in p}
-    names = {name: _ROUTED_AXES[name] if name in _ROUTED_AXES else (None,) * p[name].ndim for name in routed}
-    specs = {name: rule_spec(a.shape, names[name], mesh) if None not in names[name] else P()
+    specs = {name: rule_spec(a.shape, _ROUTED_AXES[name], mesh) if name in _ROUTED_AXES else P()
              for name, a in routed.items()}
     x_spec = rule_spec(x.shape, ("batch", "sequence", "hidden"), mesh)
     reduce = tuple(a for a in ("expert", "tensor") if a in {specs["w_gate"][0], specs["w_gate"][2]})
-    shards = int(mesh.shape["expert"]) if specs["w_gate"][0] == "expert" else 1
 
     def local(p, x):
         if "b_down" in p and "tensor" in reduce:  # a per-row bias: added by one tensor shard only
             p = p | {"b_down": p["b_down"] * (jax.lax.axis_index("tensor") == 0).astype(p["b_down"].dtype)}
-        shard = jax.lax.axis_index("expert") if shards > 1 else 0
+        shard = jax.lax.axis_index("expert") if "expert" in reduce else 0
         y = local_routed(p, spec, x.reshape(-1, x.shape[-1]), impl, block, shard).reshape(x.shape)
         return jax.lax.psum(y, reduce) if reduce else y
 
@@ -42,7 +40,8 @@ def expert_parallel_routed(mesh, p, spec: MoESpec, x, impl="auto", block=None):
     return run(routed, x)
 
 
-# the routed experts' parameters and their logical axes (jaxeval.models.sharding.RULES); the rest replicated
+# the routed experts' parameters and the logical axes of one layer's slice (jaxeval.models.sharding.RULES;
+# D as "hidden", whole: the tokens' width); the router and its biases replicated
 _ROUTED = ("router", "router_bias", "score_bias", "w_gate", "w_up", "w_down", "b_gate", "b_up", "b_down")
 _ROUTED_AXES = {"w_gate": ("experts", "hidden", "moe_mlp"), "w_up": ("experts", "hidden", "moe_mlp"),
                 "w_down": ("experts", "moe_mlp", "hidden"), "b_gate": ("experts", "moe_mlp"),
