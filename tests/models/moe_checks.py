@@ -1,6 +1,10 @@
 """Checks shared by the MoE family tests (Mixtral, gpt-oss): a transformers model saved with save_pretrained
 against jaxeval loading that folder, float32.
 
+- routing_margins: while a transformers forward runs, the smallest gap between the k-th and the (k + 1)-th
+  router probability over every token and layer. A gap near float32's rounding (1e-7) is a tie that the
+  two implementations may break differently, flipping one token's experts and everything that attends
+  to it: a long parity check is only meaningful on a reference without one;
 - read_diff: max |log p(next token)| difference over every position of a random text, jaxeval's
   chunked prefill against transformers' forward (through its KV cache in REFERENCE_CHUNK pieces for long
   texts, so eager attention never holds [heads, T, T] scores of the whole text);
@@ -11,6 +15,7 @@ against jaxeval loading that folder, float32.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -34,6 +39,25 @@ def perturb(model, seed):
             base = 1.0 if "norm" in name else 0.0
             p.copy_(base + torch.randn(p.shape, generator=gen) * (0.3 if "norm" in name else 0.1))
     return model.eval()
+
+
+@contextlib.contextmanager
+def routing_margins(model, top_k: int):
+    """Yields a list that fills with one float per routed layer call: min over tokens of p_k - p_(k+1), the
+    router's softmax probabilities sorted (each layer's gate returns its logits first)."""
+    margins = []
+
+    def record(module, args, out):
+        logits = (out[0] if isinstance(out, tuple) else out).float()
+        probs = torch.sort(torch.softmax(logits.reshape(-1, logits.shape[-1]), -1), -1, descending=True).values
+        margins.append(float((probs[:, top_k - 1] - probs[:, top_k]).min()))
+
+    hooks = [layer.mlp.gate.register_forward_hook(record) for layer in model.model.layers]
+    try:
+        yield margins
+    finally:
+        for hook in hooks:
+            hook.remove()
 
 
 def reference_logprobs(model, ids: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from jaxeval.engine.read import read  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from moe_checks import (TOL, eight_devices_equal_one, greedy_tokens_match, load, perturb, read_diff,  # noqa: E402
-                        reference_logprobs)
+                        reference_logprobs, routing_margins)
 
 VOCAB = 256
 CONFIG = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=32, num_hidden_layers=3, num_attention_heads=4,
@@ -84,12 +84,18 @@ def test_config_errors():
 
 @pytest.mark.long
 def test_long_parity(tmp_path):
-    """16,384 positions through eight 2,048-token prefill chunks, a sliding window of 4,096 on every layer."""
-    torch_model, folder = build(tmp_path / "long", sliding_window=4096, seed=3)
-    ids = np.random.default_rng(3).integers(3, VOCAB, 16384)
-    ref = reference_logprobs(torch_model, ids)
+    """16,384 positions through eight 2,048-token prefill chunks, a sliding window of 4,096 on every layer.
+    Seed 3's reference has a top-2 tie in layer 1 at position 2,739 (2nd and 3rd probabilities 7.5e-8
+    apart): the two sides broke it differently and 0.24 followed there. Seed 4 (below) has none under 1e-6,
+    which the test checks before it compares."""
+    torch_model, folder = build(tmp_path / "long", sliding_window=4096, seed=4)
+    ids = np.random.default_rng(4).integers(3, VOCAB, 16384)
+    with routing_margins(torch_model, top_k=2) as margins:
+        ref = reference_logprobs(torch_model, ids)
+    assert min(margins) > 1e-6, f"the reference's routing has a near-tie ({min(margins):.1e}): pick another seed"
     diff = read_diff(load(folder, prefill_chunk=2048), ids, ref)
-    print(f"mixtral 16k: max |d log p| {diff.max():.2e}, past 8k {diff[8192:].max():.2e}")
+    print(f"mixtral 16k: max |d log p| {diff.max():.2e}, past 8k {diff[8192:].max():.2e}, "
+          f"smallest top-2 margin {min(margins):.1e}")
     assert diff.max() <= TOL
 
 
