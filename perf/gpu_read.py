@@ -8,7 +8,8 @@ Measures, for each attention backend in --attention:
     second, timed call; tokens/s and MFU = model FLOPs / seconds / peak FLOP/s of the chip;
   - read_131072_<attention>: one read() of 131,072 tokens (does it fit and run on one chip; its time and MFU);
   - agreement_<tokens>: max and mean |d log p| between the backends' reads of the same tokens (cudnn against
-    chunked: cuDNN's flash attention and its bfloat16 log-sum-exp merges against jaxeval's float32 online softmax);
+    chunked: cuDNN's flash attention, its parts merged by cuDNN's float32 log-sum-exps, against jaxeval's
+    float32 online softmax; with jax.nn's bfloat16-rounded log-sum-exps the merges added up to 3% per weight);
   - generate_batch<B>: greedy generate() of --new_tokens after --prompt_tokens random tokens at batch 1 and 8
     (first call, then a timed one): new tokens/s.
 Model FLOPs (jaxeval.bench.shapes.read_flops, as `jaxeval bench` counts them): the matmuls of the

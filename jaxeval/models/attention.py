@@ -74,13 +74,19 @@ def xla_attention(q, k, v, q_start, window, scale, softcap=None, sinks=None, sin
     return out.reshape(b, t, h, d).astype(q.dtype)
 
 
-def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256, block_k=512, sinks=None,
+def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256, block_k=256, sinks=None,
                       sink_logits=None):
     """Blockwise attention; the query heads of one KV group are folded into the rows of one matmul.
 
     Folding G = H / KV query heads into [KV, G * block_q, hd] rows makes every step two large
-    batched matmuls (batch KV), which is what keeps this fast on CPU. sinks (None or an int
-    scalar): the key blocks holding the first `sinks` positions are visited too, before the window's.
+    batched matmuls (batch KV), which is what keeps this fast on CPU. Only the key blocks on the
+    edges of a query block's visible span (the causal diagonal, the window's start) are masked; the
+    blocks between them are wholly visible and skip the mask. sinks (None or an int scalar): the key
+    blocks holding the first `sinks` positions are visited too, before the window's.
+
+    On the 2-core CPU (57M Llama's attention: 8 heads / 2 KV, head_dim 64, a 2,048-query chunk against
+    32,768 keys), skipping the interior masks and 256-key blocks took 0.79x the time of masking every
+    512-key block (the [rows, keys] float32 passes of the mask cost as much as a tenth of the matmuls).
     """
     b, t, h, d = q.shape
     s_len, num_kv = k.shape[1], k.shape[2]
@@ -97,27 +103,36 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256
         row_pos = jnp.repeat(q_pos, g)  # position of each folded row
         first = jnp.where(window > 0, jnp.maximum(q_pos[0] - window + 1, 0), 0) // bk
         last = jnp.minimum(q_pos[-1] // bk + 1, s_len // bk)
+        # blocks [whole_from, whole_to) are visible to every row: at or before the first row's position,
+        # and (with a window) after the last row's window start
+        whole_to = jnp.clip((q_pos[0] + 1) // bk, first, last)
+        whole_from = jnp.where(window > 0, jnp.clip(-(-(q_pos[-1] - window + 1) // bk), first, whole_to), first)
 
-        def key_block(j, carry):
-            m, l, acc = carry
-            kb = jax.lax.dynamic_slice_in_dim(keys, j * bk, bk, axis=2)
-            vb = jax.lax.dynamic_slice_in_dim(values, j * bk, bk, axis=2)
-            s = jnp.einsum("bkrd,bksd->bkrs", rows, kb, preferred_element_type=jnp.float32) * scale
-            if softcap:
-                s = jnp.tanh(s / softcap) * softcap
-            s = jnp.where(visible(row_pos, j * bk + jnp.arange(bk), window, sinks), s, MASK_VALUE)
-            m_new = jnp.maximum(m, s.max(axis=-1))
-            p = jnp.exp(s - m_new[..., None])
-            alpha = jnp.exp(m - m_new)
-            pv = jnp.einsum("bkrs,bksd->bkrd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)
-            return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
+        def key_block(masked):
+            def step(j, carry):
+                m, l, acc = carry
+                kb = jax.lax.dynamic_slice_in_dim(keys, j * bk, bk, axis=2)
+                vb = jax.lax.dynamic_slice_in_dim(values, j * bk, bk, axis=2)
+                s = jnp.einsum("bkrd,bksd->bkrs", rows, kb, preferred_element_type=jnp.float32) * scale
+                if softcap:
+                    s = jnp.tanh(s / softcap) * softcap
+                if masked:
+                    s = jnp.where(visible(row_pos, j * bk + jnp.arange(bk), window, sinks), s, MASK_VALUE)
+                m_new = jnp.maximum(m, s.max(axis=-1))
+                p = jnp.exp(s - m_new[..., None])
+                alpha = jnp.exp(m - m_new)
+                pv = jnp.einsum("bkrs,bksd->bkrd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)
+                return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
+            return step
 
         shape = (b, num_kv, bq * g)
-        init = _online_init(shape, d, None if sink_logits is None else
-                            jnp.tile(_head_rows(sink_logits, num_kv), (1, bq))[None])  # row r: head r % G
+        carry = _online_init(shape, d, None if sink_logits is None else
+                             jnp.tile(_head_rows(sink_logits, num_kv), (1, bq))[None])  # row r: head r % G
         if sinks is not None:  # the sinks' blocks that lie before the window's first
-            init = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block, init)
-        _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
+            carry = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block(True), carry)
+        carry = jax.lax.fori_loop(first, whole_from, key_block(True), carry)
+        carry = jax.lax.fori_loop(whole_from, whole_to, key_block(False), carry)
+        _, l, acc = jax.lax.fori_loop(whole_to, last, key_block(True), carry)
         return (acc / l[..., None]).reshape(b, num_kv, bq, g, d)
 
     out = jax.lax.map(one_query_block, jnp.arange(t // bq))  # [nq, B, KV, bq, G, hd]

@@ -64,9 +64,15 @@ def test_splash_interpret_matches_xla(case):
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_chunked_matches_xla(case):
-    got, want = run(lambda *a: chunked_attention(*a, block_q=64, block_k=128), case)
+@pytest.mark.parametrize("blocks", [(64, 128), (32, 16)], ids=["q64_k128", "q32_k16"])
+@pytest.mark.parametrize("case", list(CASES | SMALL_CASES))
+def test_chunked_matches_xla(case, blocks):
+    """Key blocks wider and narrower than query blocks: the masked edges (diagonal, window start) and the
+    unmasked blocks between them."""
+    block_q, block_k = blocks
+    if (CASES | SMALL_CASES)[case][0] % block_q:
+        block_q = block_k = 8
+    got, want = run(lambda *a: chunked_attention(*a, block_q=block_q, block_k=block_k), case)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
@@ -206,3 +212,65 @@ def test_splash_under_shard_map(mesh, kv):
     out = subprocess.run([sys.executable, "-c", SHARDED.format(mesh=mesh, kv=kv)], capture_output=True, text=True,
                          env=env, timeout=600)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr[-3000:]
+
+
+def _emulated_cudnn_op(stats_dtype=jnp.float32):
+    """(op, MaskType) standing in for jax's cuDNN op on CPU: jax.nn's XLA attention on float32 copies of
+    q, k, v, the output in the inputs' dtype and the statistics [B, H, T] in stats_dtype (cuDNN: float32)."""
+    from jax._src.cudnn.fused_attention_stablehlo import MaskType
+
+    def op(q, k, v, bias, mask, q_seqlen, kv_seqlen, *, scale, mask_type, sliding_window_length, return_residual):
+        assert bias is None and return_residual
+        padded = mask_type in (MaskType.PADDING, MaskType.PADDING_CAUSAL)
+        assert padded == (q_seqlen is not None) == (kv_seqlen is not None)
+        causal = mask_type in (MaskType.CAUSAL, MaskType.PADDING_CAUSAL)
+        assert causal or sliding_window_length is None
+        f32 = [x.astype(jnp.float32) for x in (q, k, v)]
+        out, lse = jax.nn.dot_product_attention(
+            *f32, mask=mask, scale=scale, is_causal=causal, key_value_seq_lengths=kv_seqlen,
+            query_seq_lengths=q_seqlen, implementation="xla", return_residual=True,
+            local_window_size=None if sliding_window_length is None else (sliding_window_length - 1, 0))
+        return out.astype(q.dtype), jnp.transpose(lse, (0, 2, 1)).astype(stats_dtype)
+
+    return op, MaskType
+
+
+@pytest.mark.parametrize("case", [c for c in CASES | SMALL_CASES if c != "softcap_cache_offset"])
+def test_cudnn_op_arguments_match_xla(case, monkeypatch):
+    """The cuDNN parts call the op under jax.nn with the masks jax.nn would give it (emulated on CPU)."""
+    import jaxeval.models.cudnn_attention as cudnn_module
+    monkeypatch.setattr(cudnn_module, "_cudnn_op", _emulated_cudnn_op)
+    got, want = run(cudnn_attention, case)
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+def test_cudnn_merge_keeps_float32_statistics(monkeypatch):
+    """bfloat16 inputs, a chunk at offset 1,024 of 2,048 keys (one diagonal and one history part merged):
+    with cuDNN's float32 log-sum-exp the error is the output's bfloat16 rounding; with the log-sum-exp
+    rounded to bfloat16, as jax.nn returns it, the merge weights add their own."""
+    import jaxeval.models.cudnn_attention as cudnn_module
+    q, k, v = qkv(256, 2048, heads=8, kv_heads=2, head_dim=64, dtype=jnp.bfloat16, seed=1)
+    q = q * 4  # peaked scores: log-sum-exps well above 1, where bfloat16's absolute rounding grows
+    want = np.asarray(xla_attention(*(x.astype(jnp.float32) for x in (q, k, v)), 1024, 0, 0.125))
+    errors = {}
+    for stats in (jnp.float32, jnp.bfloat16):
+        monkeypatch.setattr(cudnn_module, "_cudnn_op", lambda: _emulated_cudnn_op(stats))
+        got = jax.jit(lambda st: cudnn_attention(q, k, v, st, 0, 0.125))(jnp.int32(1024))
+        errors[stats] = float(np.abs(np.asarray(got, np.float32) - want).max())
+    print(errors)
+    assert errors[jnp.float32] < 0.5 * errors[jnp.bfloat16]
+
+
+def test_cudnn_op_missing_falls_back_with_one_warning(monkeypatch, caplog):
+    from jax._src.cudnn import fused_attention_stablehlo as fa
+
+    import jaxeval.models.cudnn_attention as cudnn_module
+    monkeypatch.setattr(fa, "dot_product_attention", lambda query, key, value: None)
+    cudnn_module._cudnn_op.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="jaxeval.models.cudnn_attention"):
+            assert cudnn_module._cudnn_op() is None and cudnn_module._cudnn_op() is None
+    finally:
+        cudnn_module._cudnn_op.cache_clear()
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1 and "lacks ['kv_seqlen', 'mask'," in warnings[0] and "bfloat16" in warnings[0]
