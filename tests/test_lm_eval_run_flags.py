@@ -147,6 +147,19 @@ def test_batch_size_flag_values():
             parse_batch_size(bad)
 
 
+def test_prefill_activations_of_a_row_worked_example():
+    """The Llama-3-8B shape, a 2,048-token bfloat16 chunk: (2 x 4096 + (2 x 32 + 2 x 8) x 128 + 3 x 14336) x 2048
+    x 2 B = 240 MiB of activations, plus 2 x 32 heads x 256 x 256 float32 scores = 16 MiB: 256 MiB."""
+    from jaxeval.models.config import config_from_hf
+    from jaxeval.plan.cost import prefill_activation_bytes
+
+    config = config_from_hf({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+                             "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+                             "num_key_value_heads": 8, "max_position_embeddings": 8192})
+    assert prefill_activation_bytes(config, 2048, "bfloat16") == 256 * 2**20
+    assert prefill_activation_bytes(config, 100, "float32") == 100 * 61440 * 4 + 2 * 32 * 100 * 256 * 4
+
+
 def test_rows_that_fit_beside_the_weights_per_chip():
     from jaxeval.plan.batch import rows_that_fit
 
@@ -167,7 +180,9 @@ def test_a_run_with_batch_size_auto_records_the_choice(tmp_path, gen_toy, monkey
     results = json.loads((tmp_path / "r.json").read_text())
     auto = results["config"]["batch_size_auto"]
     assert results["config"]["batch_size"] == "auto" and auto["longest_length"] >= 35  # 3 prompt + 32 new tokens
-    expected = batch.rows_that_fit(3 * 2**30, auto["weights_bytes"], auto["kv_bytes_per_row"],
+    per_row = auto["kv_bytes_per_row"] + auto["activation_bytes_per_row"]
+    assert auto["activation_bytes_per_row"] > auto["kv_bytes_per_row"]  # a 35-token cache, a 35-token prefill
+    expected = batch.rows_that_fit(3 * 2**30, auto["weights_bytes"], per_row,
                                    {"data": 1, "fsdp": 1, "tensor": 1, "context": 1}, 64)
     assert auto["chosen"] == expected and gen_toy.calls[-1]["batch_size"] == expected
     plain = results["config_hash"]

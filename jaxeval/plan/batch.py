@@ -2,8 +2,9 @@
 
 The run's own tasks are counted once on the plan's counting model (jaxeval/plan/command.py, batch
 size 1) for the longest cache any sequence of the run needs (a read or a prompt plus its new
-tokens); a row of the batch holds that cache (jaxeval.plan.cost.kv_bytes), the weights are as
-stored (cost.weight_bytes), both per chip under the mesh (cost.per_chip). The memory is the first
+tokens); a row of the batch holds that cache (jaxeval.plan.cost.kv_bytes) and one prefill chunk's
+activations (cost.prefill_activation_bytes: with short caches they are as large as the cache), the
+weights are as stored (cost.weight_bytes), all per chip under the mesh (cost.per_chip). The memory is the first
 device's (on CPU, where the device says nothing: the host's physical memory less this process's
 resident memory); HEADROOM of it is spent, the rest left to activations and XLA's workspace.
 The choice is capped at AUTO_CAP rows (lm-eval's --max_batch_size default), or N for auto:N.
@@ -38,10 +39,10 @@ def auto_cap(batch_size) -> int | None:
     return int(batch_size.split(":", 1)[1]) if ":" in batch_size else AUTO_CAP
 
 
-def rows_that_fit(memory: int, weights: int, kv_per_row: int, mesh: dict, cap: int) -> int:
-    """Rows whose caches fit in HEADROOM of `memory` (per chip) beside the weights; 1 to cap."""
+def rows_that_fit(memory: int, weights: int, bytes_per_row: int, mesh: dict, cap: int) -> int:
+    """Rows whose caches and activations fit in HEADROOM of `memory` (per chip) beside the weights; 1 to cap."""
     free = HEADROOM * memory - cost.per_chip(weights, 0, mesh)
-    per_row = cost.per_chip(0, kv_per_row, mesh)
+    per_row = cost.per_chip(0, bytes_per_row, mesh)
     return max(1, min(cap, int(free // per_row) if per_row > 0 else cap))
 
 
@@ -66,11 +67,12 @@ def choose_batch_size(args, tasks: list[str]) -> dict:
     lengths = [cost.cache_lengths(recorder) for recorder, _ in counted.values()]
     longest = max([read for read, _ in lengths] + [gen for _, (_, gen) in lengths] + [1])
     kv_per_row = cost.kv_bytes(model.config, 1, longest, dtype)
+    activations = cost.prefill_activation_bytes(model.config, min(model.prefill_chunk, longest), dtype)
     memory, source = _memory()
     cap = auto_cap(args.batch_size)
-    return {"chosen": rows_that_fit(memory, weights, kv_per_row, mesh, cap), "cap": cap, "longest_length": longest,
-            "kv_bytes_per_row": kv_per_row, "weights_bytes": weights, "memory_bytes": memory, "memory": source,
-            "headroom": HEADROOM}
+    return {"chosen": rows_that_fit(memory, weights, kv_per_row + activations, mesh, cap), "cap": cap,
+            "longest_length": longest, "kv_bytes_per_row": kv_per_row, "activation_bytes_per_row": activations,
+            "weights_bytes": weights, "memory_bytes": memory, "memory": source, "headroom": HEADROOM}
 
 
 def resolve_batch_size(args, tasks: list[str]) -> dict | None:
@@ -82,7 +84,8 @@ def resolve_batch_size(args, tasks: list[str]) -> dict | None:
         return None
     chosen = choose_batch_size(args, tasks)
     print(f"--batch_size {args.batch_size}: {chosen['chosen']} (longest cache {chosen['longest_length']} tokens, "
-          f"{chosen['kv_bytes_per_row'] / 2**20:.1f} MiB per row; {chosen['memory']} memory "
+          f"{chosen['kv_bytes_per_row'] / 2**20:.1f} MiB of cache and {chosen['activation_bytes_per_row'] / 2**20:.1f} "
+          f"MiB of prefill activations per row; {chosen['memory']} memory "
           f"{chosen['memory_bytes'] / 2**30:.1f} GiB, weights {chosen['weights_bytes'] / 2**30:.2f} GiB)",
           file=sys.stderr)
     args.batch_size = chosen["chosen"]
