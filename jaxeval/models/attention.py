@@ -74,8 +74,11 @@ def xla_attention(q, k, v, q_start, window, scale, softcap=None, sinks=None, sin
     return out.reshape(b, t, h, d).astype(q.dtype)
 
 
-def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=256, block_k=256, sinks=None,
-                      sink_logits=None):
+CHUNKED_BLOCK = 256  # chunked_attention's default query and key block (jaxeval.plan.cost counts its scores)
+
+
+def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHUNKED_BLOCK, block_k=CHUNKED_BLOCK,
+                      sinks=None, sink_logits=None):
     """Blockwise attention; the query heads of one KV group are folded into the rows of one matmul.
 
     Folding G = H / KV query heads into [KV, G * block_q, hd] rows makes every step two large

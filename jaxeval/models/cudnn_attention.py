@@ -13,9 +13,9 @@ Precision: cuDNN computes the softmax statistics (the log-sum-exp) in float32, b
 jax.nn.dot_product_attention casts them to the activation dtype before returning them. Rounded to
 bfloat16, a log-sum-exp near 10 is off by up to 0.03, so each merge weight exp(lse_part - lse) of a
 multi-chunk prefill was off by up to 3% (0.4% measured on random scores). The parts here therefore call
-the cuDNN op jax.nn wraps (jax._src.cudnn.fused_attention_stablehlo.dot_product_attention, present from
-jax 0.4.31 through 0.12 with the keywords used here) and keep its float32 statistics; `_cudnn_op` checks
-the keywords once, and where a JAX release has moved that op it falls back to jax.nn (bfloat16
+the cuDNN op jax.nn wraps (jax._src.cudnn.fused_attention_stablehlo.dot_product_attention; a private
+module, checked against jax 0.10.2 only) and keep its float32 statistics; `_cudnn_op` checks its
+keywords once, and where a JAX release has moved or changed that op it falls back to jax.nn (bfloat16
 statistics) with one warning naming the cause.
 
 implementation="xla" runs the same decomposition through jax's XLA path on any platform (tests).

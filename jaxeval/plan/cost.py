@@ -105,21 +105,20 @@ def kv_bytes(config, rows: int, length: int, dtype: str) -> int:
     return config.num_layers * rows * length * config.num_kv_heads * width * itemsize(dtype)
 
 
-ATTENTION_BLOCK = 256  # the chunked backend's query and key block (jaxeval.models.attention.chunked_attention)
-
-
 def prefill_activation_bytes(config, tokens: int, dtype: str) -> int:
     """One row's live activations in a prefill step of `tokens` positions, beside its cache: the residual
     stream and its normed copy, q, k, v and the attention output, the MLP's gate, up and product (a MoE:
     its top-k experts' and shared experts' widths per token), and the chunked attention's float32 scores
     and probabilities of one query block of every head against one key block."""
+    from jaxeval.models.attention import CHUNKED_BLOCK
+
     c = config
     if c.moe is not None:
         mlp = c.moe.top_k * c.moe_intermediate_size + c.shared_expert_intermediate_size
     else:
         mlp = c.intermediate_size
     width = 2 * c.hidden_size + (2 * c.num_heads + 2 * c.num_kv_heads) * c.head_dim + 3 * mlp
-    scores = 2 * c.num_heads * min(ATTENTION_BLOCK, tokens) * ATTENTION_BLOCK * 4
+    scores = 2 * c.num_heads * min(CHUNKED_BLOCK, tokens) * CHUNKED_BLOCK * 4
     return tokens * width * itemsize(dtype) + scores
 
 
