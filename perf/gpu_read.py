@@ -12,7 +12,7 @@ Measures, for each attention backend in --attention:
     float32 online softmax; with jax.nn's bfloat16-rounded log-sum-exps the merges added up to 3% per weight);
   - generate_batch<B>: greedy generate() of --new_tokens after --prompt_tokens random tokens at batch 1 and 8
     (first call, then a timed one): new tokens/s.
-Model FLOPs (jaxeval.bench.shapes.read_flops, as `jaxeval bench` counts them): the matmuls of the
+Model FLOPs (jaxeval.plan.flops.read_flops, as `jaxeval bench` counts them): the matmuls of the
 trunk (2 per weight per token), causal attention (QK^T and PV over the lower triangle:
 2 * T * (T + 1) * heads * head_dim per layer) and the LM head at the read positions; padding to
 length buckets is not counted. Device peak memory comes from
@@ -28,7 +28,8 @@ import json
 import os
 import time
 
-from jaxeval.bench.shapes import SHAPES, read_flops  # the FLOP count `jaxeval bench` reports
+from jaxeval.bench.shapes import SHAPES
+from jaxeval.plan.flops import read_flops  # the FLOP count `jaxeval bench` reports
 
 LLAMA_8B = SHAPES["llama-8b"][0]
 TOY = LLAMA_8B | dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,

@@ -7,7 +7,7 @@ Runs read()'s pieces one at a time on the same inputs `jaxeval bench` uses (rand
 position read), each blocked until ready: every prefill_chunk call (its start position shows how
 attention grows along the sequence) and read_head. Also reports XLA's cost analysis (FLOPs of
 the compiled programs, padding and masked work included) beside the FLOPs the read needs
-(jaxeval.bench.shapes.read_flops) and the float32 matmul peak measured in the same process.
+(jaxeval.plan.flops.read_flops) and the float32 matmul peak measured in the same process.
 --head_rows times only the LM head over every row, for each rows-per-block given (calls
 interleaved, medians as ratios to the first), and checks that every block size gives the same bits.
 """
@@ -35,8 +35,9 @@ def main() -> None:
     import numpy as np
 
     import jaxeval
-    from jaxeval.bench.shapes import SHAPES, read_flops, shape_folder
+    from jaxeval.bench.shapes import SHAPES, shape_folder
     from jaxeval.bench.worker import random_ids
+    from jaxeval.plan.flops import read_flops
     from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
     from jaxeval.engine.read import gather_rows, host_rope, prefill_chunk, read_head
 

@@ -1,15 +1,15 @@
 """Analytic read times on the named accelerators: the FLOPs a read needs at a stated MFU of each chip's peak.
 
 Issue 18's TPU figure (v5e, v5p, v6e; the GPUs of jaxeval.plan.hardware too), from the same FLOP count
-the measured runs use (jaxeval.bench.shapes.read_flops: causal attention, head at the read rows) and the
+the measured runs use (jaxeval.plan.flops.read_flops: causal attention, head at the read rows) and the
 same rates `jaxeval plan --accelerator` applies. Memory per chip is the weights plus the read's KV cache
 (one sequence), as jaxeval.plan.cost counts them; activations and XLA's workspace are left out.
 """
 
 from __future__ import annotations
 
-from jaxeval.bench.shapes import read_flops
 from jaxeval.plan.cost import kv_bytes, weight_bytes
+from jaxeval.plan.flops import read_flops
 from jaxeval.plan.hardware import ACCELERATORS, DEFAULT_MFU
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from jaxeval.bench import report as reports
 from jaxeval.bench.measure import BenchError, run_phases
-from jaxeval.bench.shapes import SHAPES, read_flops, shape_folder
+from jaxeval.bench.shapes import SHAPES, shape_folder
+from jaxeval.plan.flops import read_flops
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

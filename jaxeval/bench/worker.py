@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from jaxeval.plan.hardware import measure_matmul
+
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
@@ -25,24 +27,6 @@ def peak_rss_mb() -> float:
 def random_ids(n: int, vocab: int, seed: int = 0) -> np.ndarray:
     """The bench's token ids: the same on both sides (ids 3.. avoid the usual special ids)."""
     return np.random.RandomState(seed).randint(3, vocab, size=n).astype(np.int32)
-
-
-def matmul_peak(n: int, repeats: int) -> dict:
-    """Best achieved FLOP/s of an n x n float32 matmul (the machine's practical matmul peak; also
-    `jaxeval plan`'s calibration)."""
-    import jax
-    import jax.numpy as jnp
-
-    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
-    b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
-    product = jax.jit(lambda x, y: x @ y)
-    product(a, b).block_until_ready()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        product(a, b).block_until_ready()
-        times.append(time.perf_counter() - t0)
-    return {"n": n, "flops": 2.0 * n ** 3, "best_s": min(times), "flops_per_s": 2.0 * n ** 3 / min(times)}
 
 
 class CompileLog:
@@ -139,7 +123,7 @@ class JaxevalSide:
         return self._timed(run)
 
     def matmul(self, n: int, repeats: int) -> dict:
-        return matmul_peak(n, repeats)
+        return measure_matmul(n, repeats)
 
     def jit_cache_sizes(self) -> dict:
         """Executables held by each engine entry point (one per shape bucket)."""

@@ -1,6 +1,6 @@
 """From recorded requests to FLOPs, memory and time (the plan's numbers).
 
-FLOPs are jaxeval bench's formula (jaxeval.bench.shapes.read_flops: every matmul once, attention
+FLOPs are the formula jaxeval bench reports too (jaxeval.plan.flops.read_flops: every matmul once, attention
 causal and windowed, the head at read rows only) over the work actually run: a continuation after
 a shared prefix costs read_flops(end) - read_flops(first). A generation counts the prompt's
 prefill and max_new_tokens decode steps (the bound: a generation may end early at EOS).
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxeval.engine.buckets import LENGTH_LADDER, length_bucket
+from jaxeval.plan.flops import read_flops
 
 
 def length_bin(tokens: int) -> str:
@@ -22,8 +23,6 @@ def length_bin(tokens: int) -> str:
 
 
 def _trunk(config, tokens: int) -> float:
-    from jaxeval.bench.shapes import read_flops
-
     return read_flops(config, tokens, 0)["total"] if tokens > 0 else 0.0
 
 

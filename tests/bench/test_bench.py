@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from jaxeval.bench.report import rules_entry
-from jaxeval.bench.shapes import SHAPES, attended_keys, read_flops
+from jaxeval.bench.shapes import SHAPES
+from jaxeval.plan.flops import attended_keys, read_flops
 from jaxeval.cli import main
 from jaxeval.models.config import config_from_hf
 
