@@ -145,9 +145,10 @@ def cmd_convert(args) -> int:
 
 
 def cmd_report(args) -> int:
+    from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.results.report import cmd_report as report
 
-    return report(args)
+    return report(args, run_tasks())
 
 
 def cmd_score(args, extra: list[str]) -> int:

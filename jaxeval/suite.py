@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 
+from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.errors import ConfigError, JaxevalError
 from jaxeval.interrupt import Terminated, checkpoint, message, unwatch_journal, watch_journal
 from jaxeval.judges.chat import has_chat_template
@@ -23,7 +24,6 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     """Tasks known, every flag sane (the benchmarks' `check` hooks), the output path and the
     tasks' own output files writable, before anything is loaded; `validate` checks the same
     (create_output False: nothing made)."""
-    from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.inputs import check_output_file, check_output_folder
     from jaxeval.judges.options import check_judge_arguments
     from jaxeval.plan.options import check_plan_arguments
@@ -65,7 +65,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
                         create=create_output)
     from jaxeval.results.run_reference import check_reference
 
-    check_reference(args, names)  # --reference: readable and comparable, before anything loads
+    check_reference(args, names, run_tasks())  # --reference: readable and comparable, before anything loads
 
 
 def _check_chat_template(args, tasks: list[str], has_template: bool) -> None:
@@ -146,11 +146,11 @@ def run_suite(args, tasks: list[str], load_model) -> int:
     t0 = time.perf_counter()
     from jaxeval.plan.batch import resolve_batch_size
 
-    config = recorded_config(args, tasks)  # batch_size as asked (auto); the choice beside it
+    config = recorded_config(args, tasks, run_tasks())  # batch_size as asked (auto); the choice beside it
     auto_batch = resolve_batch_size(args, tasks)
     if auto_batch is not None:
         config["batch_size_auto"] = auto_batch
-    hash_ = config_hash(config, not_hashed_keys(args, tasks))
+    hash_ = config_hash(config, not_hashed_keys(args, tasks, run_tasks()))
     stem = run_name(args.model, tasks, hash_)
     initialize_distributed()  # multi-host: the process index names this process's lock and journal
     shard = process_shard()
@@ -261,7 +261,7 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
         from jaxeval.results.run_reference import report_against_reference
         from jaxeval.results.runconfig import results_path
 
-        report_against_reference(args, name, results_path(args, name))
+        report_against_reference(args, name, results_path(args, name), run_tasks())
     failure = judge_failure(results["details"], args.judge_max_failures)
     if failure:
         print(f"jaxeval: error: {failure}", file=sys.stderr)

@@ -131,6 +131,10 @@ class Benchmark:
     def recorded_settings(self, settings) -> dict:
         return settings_fields.flag_values(self.name, settings)
 
+    def setting_keys(self, *, hashed: bool | None = None, compare: bool | None = None) -> set[str]:
+        """Its settings' flag names (= recorded config keys), filtered by `hashed` / `compare` (None: any)."""
+        return settings_fields.flag_keys(self.name, self.Settings, hashed=hashed, compare=compare)
+
     # -- before the model loads ----------------------------------------------------------------
     def describe(self) -> dict[str, dict]:
         """`jaxeval ls`: task -> {"about": str, "configs": [...], "lengths": [...]}."""

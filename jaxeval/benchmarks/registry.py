@@ -36,17 +36,6 @@ def scorers() -> dict[str, Benchmark]:
     return {benchmark.name: benchmark for benchmark in benchmarks() if benchmark.can_rescore()}
 
 
-def report_views() -> dict:
-    """Task -> its benchmark's report view function, for the tasks that have one."""
-    views = {}
-    for benchmark in benchmarks():
-        for task in benchmark.tasks:
-            view = benchmark.report_view(task)
-            if view is not None:
-                views[task] = view
-    return views
-
-
 def descriptions() -> dict[str, dict]:
     """Task -> describe() entry, every task of every benchmark."""
     described = {}

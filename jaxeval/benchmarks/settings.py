@@ -8,7 +8,8 @@ flags and the same keys in a run config YAML.
 
 The type annotation gives the flag's type (bool: a switch), `choices` its allowed values,
 `hashed=False` a setting that cannot change a number (an extra output file): it is left out of
-the run's config hash. Old flag spellings users may have in YAML files are `aliases`: they still
+the run's config hash; `compare=False` one `jaxeval report --reference` ignores when it checks that
+two runs can be compared sample by sample (a reference's own files). Old flag spellings users may have in YAML files are `aliases`: they still
 work, with a one-line deprecation warning.
 """
 
@@ -22,9 +23,11 @@ import typing
 _SCALARS = (bool, int, float, str)
 
 
-def setting(default, help: str = "", *, choices: tuple | None = None, hashed: bool = True):
-    """A Settings field: its default, the help of its flag, allowed values, whether it is hashed."""
-    return dataclasses.field(default=default, metadata={"help": help, "choices": choices, "hashed": hashed})
+def setting(default, help: str = "", *, choices: tuple | None = None, hashed: bool = True, compare: bool = True):
+    """A Settings field: its default, the help of its flag, allowed values, whether it is hashed,
+    whether two runs compared sample by sample must agree on it."""
+    return dataclasses.field(default=default, metadata={"help": help, "choices": choices, "hashed": hashed,
+                                                        "compare": compare})
 
 
 def _scalar_type(annotation) -> type:
@@ -58,6 +61,10 @@ class DeprecatedAlias(argparse.Action):
         warn_alias(option_string, self.new_flag)
         setattr(namespace, self.dest, values)
 
+    def warn_key(self, where: str) -> None:
+        """The warning for this spelling used as a run config YAML key."""
+        warn_alias(where, f"'{self.new_flag.lstrip('-')}'")
+
 
 def warn_alias(old: str, new: str) -> None:
     print(f"jaxeval: warning: {old} is deprecated; use {new} (same meaning)", file=sys.stderr)
@@ -85,6 +92,13 @@ def from_args(prefix: str, settings_class, args) -> object:
     """The Settings held by a parsed namespace (a missing flag: the field's default)."""
     return settings_class(**{field.name: getattr(args, flag_dest(prefix, field.name), field.default)
                              for field, _ in fields(settings_class)})
+
+
+def flag_keys(prefix: str, settings_class, *, hashed: bool | None = None, compare: bool | None = None) -> set[str]:
+    """The flag dests of the settings whose `hashed` / `compare` metadata is as asked (None: either)."""
+    return {flag_dest(prefix, field.name) for field, _ in fields(settings_class)
+            if hashed in (None, field.metadata.get("hashed", True))
+            and compare in (None, field.metadata.get("compare", True))}
 
 
 def flag_values(prefix: str, settings, hashed_only: bool = False) -> dict:

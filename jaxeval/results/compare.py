@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from jaxeval.errors import DataError
 from jaxeval.results.paired import LEVEL, RESAMPLES, SEED, Delta, Pairing, grouped_deltas, pair, paired_bootstrap
 from jaxeval.results.report_data import Run, Table
 
-IGNORED_SETTINGS = ("agent_bench_reference_scores", "agent_bench_save_scores")  # a reference's own files
 VOLATILE_CONFIG = ("output_path", "out", "log_samples", "config", "batch_size", "tasks", "limit")
 
 
@@ -82,37 +82,27 @@ def read_samples(path: str | None) -> list[dict] | None:
     return rows
 
 
-def _settings_keys(benchmark, every: bool = False) -> set[str]:
-    """The benchmark's flags that change numbers (every: all of its flags)."""
-    from jaxeval.benchmarks import settings as settings_fields
-
-    return {f"{benchmark.name}_{field.name}" for field, _ in settings_fields.fields(benchmark.Settings)
-            if every or field.metadata.get("hashed", True)} - set(IGNORED_SETTINGS)
-
-
-def check_comparable(reference: Run, modified: Run) -> tuple[list[str], list[tuple[str, str, str]], dict]:
+def check_comparable(reference: Run, modified: Run, benchmarks: Mapping) -> tuple[list[str], list[tuple[str, str, str]], dict]:
     """(shared tasks, differing shared settings, tasks in one run only); DataError when nothing
-    can be compared or a shared task's benchmark settings differ."""
-    from jaxeval.benchmarks.registry import run_tasks
-
+    can be compared or a shared task's benchmark settings differ. benchmarks: task -> its Benchmark
+    (jaxeval.benchmarks.registry.run_tasks(), handed down by the caller)."""
     ref_tasks, mod_tasks = list(reference.sections), list(modified.sections)
     shared = [task for task in mod_tasks if task in ref_tasks]
     if not shared:
         raise DataError(f"{modified.path} and its reference {reference.path} share no task (modified: "
                         f"{', '.join(mod_tasks) or 'none'}; reference: {', '.join(ref_tasks) or 'none'})")
     ref_config, mod_config = reference.meta.get("config") or {}, modified.meta.get("config") or {}
-    benchmarks = run_tasks()
     for task in shared:
         if task not in benchmarks:
             continue
-        for key in sorted(_settings_keys(benchmarks[task])):
+        for key in sorted(benchmarks[task].setting_keys(hashed=True, compare=True)):
             if ref_config.get(key) != mod_config.get(key):
                 raise DataError(f"{modified.path}: {task} ran with {key} = {mod_config.get(key)!r}, its reference "
                                 f"{reference.path} with {ref_config.get(key)!r}; per-sample deltas need the same "
                                 f"benchmark settings (rerun one of them with the other's)")
-    every_benchmark = {key for benchmark in set(benchmarks.values()) for key in _settings_keys(benchmark, True)}
+    every_benchmark = {key for benchmark in set(benchmarks.values()) for key in benchmark.setting_keys()}
     shared_settings = [key for key in sorted(set(ref_config) | set(mod_config))
-                       if key not in every_benchmark and key not in VOLATILE_CONFIG and key not in IGNORED_SETTINGS]
+                       if key not in every_benchmark and key not in VOLATILE_CONFIG]
     differences = [(key, json.dumps(ref_config.get(key)), json.dumps(mod_config.get(key))) for key in shared_settings
                    if key in ref_config and key in mod_config and ref_config[key] != mod_config[key]]
     only = [key for key in shared_settings if (key in ref_config) != (key in mod_config)]
@@ -141,11 +131,9 @@ def _scores(run: Run, task: str, benchmark) -> tuple[list | None, list[dict] | N
     return scores, samples, "the results file" + (f" and {path}" if samples is not None else "")
 
 
-def compare_task(task: str, reference: Run, modified: Run, resamples: int = RESAMPLES, seed: int = SEED,
-                 level: float = LEVEL) -> TaskComparison:
-    from jaxeval.benchmarks.registry import run_tasks
-
-    benchmark = run_tasks().get(task)
+def compare_task(task: str, reference: Run, modified: Run, benchmarks: Mapping, resamples: int = RESAMPLES,
+                 seed: int = SEED, level: float = LEVEL) -> TaskComparison:
+    benchmark = benchmarks.get(task)
     if benchmark is None:
         return TaskComparison(task, None, None, {}, {}, {}, ("", ""), [], "no benchmark of jaxeval runs this task")
     ref_scores, ref_samples, ref_source = _scores(reference, task, benchmark)
@@ -176,8 +164,9 @@ def _with_lengths(pairs):
     return [(r if r.length is not None else dataclasses.replace(r, length=m.length), m) for r, m in pairs]
 
 
-def compare_runs(reference: Run, modified: Run, resamples: int = RESAMPLES, seed: int = SEED,
+def compare_runs(reference: Run, modified: Run, benchmarks: Mapping, resamples: int = RESAMPLES, seed: int = SEED,
                  level: float = LEVEL) -> Comparison:
-    shared, differences, only = check_comparable(reference, modified)
-    tasks = [compare_task(task, reference, modified, resamples, seed, level) for task in shared]
+    """benchmarks: task -> its Benchmark (jaxeval.benchmarks.registry.run_tasks())."""
+    shared, differences, only = check_comparable(reference, modified, benchmarks)
+    tasks = [compare_task(task, reference, modified, benchmarks, resamples, seed, level) for task in shared]
     return Comparison(reference, modified, tasks, differences, only, resamples, seed, level)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from jaxeval.errors import DataError
 from jaxeval.results.report_data import (
@@ -39,11 +39,11 @@ def _known_view(view, task: str, runs: Sequence[Run]) -> tuple[BenchmarkView | N
         return None, [(label, task, describe_section(section), why) for label, section in pairs]
 
 
-def build_views(runs: Sequence[Run]) -> tuple[list[BenchmarkView], Table]:
-    """A view per task present in any run, in first-seen order, and the table of the rest."""
-    from jaxeval.benchmarks.registry import report_views
-
-    known = report_views()
+def build_views(runs: Sequence[Run], benchmarks: Mapping) -> tuple[list[BenchmarkView], Table]:
+    """A view per task present in any run, in first-seen order, and the table of the rest.
+    benchmarks: task -> its Benchmark (jaxeval.benchmarks.registry.run_tasks(), from the caller),
+    whose report_view draws the task's section."""
+    known = {task: view for task, benchmark in benchmarks.items() if (view := benchmark.report_view(task))}
     tasks = list(dict.fromkeys(task for run in runs for task in run.sections))
     views, unknown = [], []
     for task in tasks:
@@ -80,7 +80,8 @@ def format_table(table: Table) -> str:
                       *(render(row) for row in table.rows)])
 
 
-def _comparison_views(runs: list[Run], reference: Run | None, options: dict) -> list[BenchmarkView]:
+def _comparison_views(runs: list[Run], reference: Run | None, options: dict,
+                      benchmarks: Mapping) -> list[BenchmarkView]:
     """With a reference: its comparison with every other run, first on the page."""
     if reference is None:
         return []
@@ -88,7 +89,7 @@ def _comparison_views(runs: list[Run], reference: Run | None, options: dict) -> 
     from jaxeval.results.compare_view import comparison_views
 
     return [view for run in runs if run is not reference
-            for view in comparison_views(compare_runs(reference, run, **options))]
+            for view in comparison_views(compare_runs(reference, run, benchmarks, **options))]
 
 
 def summary_tables(runs: Sequence[Run], views: Sequence[BenchmarkView], fraction: float) -> list[Table]:
@@ -106,20 +107,21 @@ def summary_tables(runs: Sequence[Run], views: Sequence[BenchmarkView], fraction
     return [effective, issues]
 
 
-def build_report(paths: Sequence[str | Path], out_dir: str | Path, embed: bool = False,
+def build_report(paths: Sequence[str | Path], out_dir: str | Path, benchmarks: Mapping, embed: bool = False,
                  echo=print, reference: str | Path | None = None, resamples: int | None = None,
                  seed: int | None = None, level: float | None = None,
                  fraction: float = EFFECTIVE_FRACTION) -> Path:
     """Read the results files, print their tables with `echo`, write out_dir/index.html (+ PNGs).
-    reference: a results file the others are compared with, sample by sample (compare.py)."""
+    reference: a results file the others are compared with, sample by sample (compare.py).
+    benchmarks: task -> its Benchmark (jaxeval.benchmarks.registry.run_tasks())."""
     from jaxeval.results.report_html import write_page
     from jaxeval.results.report_plots import render_figure
 
     runs, reference_run = load_report_runs(paths, reference)
     options = {name: value for name, value in (("resamples", resamples), ("seed", seed), ("level", level))
                if value is not None}
-    compared = _comparison_views(runs, reference_run, options)
-    views, unknown = build_views(runs)
+    compared = _comparison_views(runs, reference_run, options, benchmarks)
+    views, unknown = build_views(runs, benchmarks)
     views = compared + views
     out_dir = Path(out_dir)
     labels = [run.label for run in runs]
@@ -198,13 +200,13 @@ def load_report_runs(paths: Sequence[str | Path], reference: str | Path | None) 
     return labelled, labelled[0]
 
 
-def cmd_report(args: argparse.Namespace) -> int:
+def cmd_report(args: argparse.Namespace, benchmarks: Mapping) -> int:
     from jaxeval.inputs import check_output_folder, writing
 
     check_output_folder(args.out, what="--out")  # before any result is read or plotted
     check_reference_arguments(args)
     with writing(args.out, "--out"):
-        page = build_report(args.results, args.out, embed=args.embed, reference=args.reference,
+        page = build_report(args.results, args.out, benchmarks, embed=args.embed, reference=args.reference,
                             resamples=args.bootstrap, seed=args.bootstrap_seed, level=args.ci,
                             fraction=args.effective_fraction)
     print(f"\nwrote {page}")

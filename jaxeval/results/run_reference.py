@@ -15,8 +15,9 @@ from jaxeval.results.report_data import Run, load_runs
 FOLDER_SUFFIX = ".vs-reference"
 
 
-def check_reference(args, tasks: list[str]) -> None:
-    """DataError / ConfigError before any work when the reference cannot be compared with this run."""
+def check_reference(args, tasks: list[str], benchmarks) -> None:
+    """DataError / ConfigError before any work when the reference cannot be compared with this run.
+    benchmarks: task -> its Benchmark (jaxeval.benchmarks.registry.run_tasks())."""
     from jaxeval.results.compare import check_comparable
     from jaxeval.results.report import check_reference_arguments
     from jaxeval.results.runconfig import recorded_config
@@ -25,11 +26,11 @@ def check_reference(args, tasks: list[str]) -> None:
         return
     check_reference_arguments(args)
     (reference,) = load_runs([args.reference])
-    this = Run("this run", "this run", {task: None for task in tasks}, {}, {"config": recorded_config(args, tasks)})
-    check_comparable(reference, this)
+    this = Run("this run", "this run", {task: None for task in tasks}, {}, {"config": recorded_config(args, tasks, benchmarks)})
+    check_comparable(reference, this, benchmarks)
 
 
-def report_against_reference(args, name: str, results_path: str) -> str | None:
+def report_against_reference(args, name: str, results_path: str, benchmarks) -> str | None:
     """Write the comparison page beside the results; its path, or None (printed why)."""
     from jaxeval.results.report import build_report
     from jaxeval.results.runconfig import output_folder
@@ -42,7 +43,7 @@ def report_against_reference(args, name: str, results_path: str) -> str | None:
               f"{results_path} --reference {args.reference} --out DIR")
         return None
     out = join(output_folder(args), name + FOLDER_SUFFIX)
-    page = build_report([results_path], out, reference=args.reference, resamples=args.bootstrap,
+    page = build_report([results_path], out, benchmarks, reference=args.reference, resamples=args.bootstrap,
                         seed=args.bootstrap_seed, level=args.ci)
     print(f"wrote {page}")
     return str(page)

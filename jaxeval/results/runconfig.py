@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from collections.abc import Mapping
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.config import CONFIG_OVERRIDES, override_value
@@ -51,10 +52,8 @@ def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
             raise ConfigError(f"{path}: unknown key '{key}' (keys are `jaxeval run` flags: "
                               f"{', '.join(sorted(set(actions) - {'config'}))})")
         action = actions[dest]
-        if getattr(action, "new_flag", None):  # a deprecated spelling (jaxeval.benchmarks.settings.DeprecatedAlias)
-            from jaxeval.benchmarks.settings import warn_alias
-
-            warn_alias(f"{path}: key '{key}'", f"'{action.new_flag.lstrip('-')}'")
+        if hasattr(action, "warn_key"):  # a deprecated spelling (jaxeval.benchmarks.settings.DeprecatedAlias)
+            action.warn_key(f"{path}: key '{key}'")
         values[action.dest] = _flag_value(path, key, value, action)
     return values
 
@@ -210,14 +209,13 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
         setattr(args, dest, converted)
 
 
-def _benchmark_flags(args: argparse.Namespace, tasks: list[str]) -> tuple[set[str], dict, set[str]]:
+def _benchmark_flags(args: argparse.Namespace, tasks: list[str], benchmarks: Mapping) -> tuple[set[str], dict, set[str]]:
     """(every benchmark's setting flags, {flag: value} of the run's benchmarks' settings, the
-    flags of those that are not hashed)."""
-    from jaxeval.benchmarks.registry import benchmarks, run_tasks
-
-    chosen = {run_tasks()[task].name for task in tasks if task in run_tasks()}
+    flags of those that are not hashed). benchmarks: task -> its Benchmark, every task jaxeval runs
+    (jaxeval.benchmarks.registry.run_tasks(), handed down by the caller)."""
+    chosen = {benchmarks[task].name for task in tasks if task in benchmarks}
     every, own, unhashed = set(), {}, set()
-    for benchmark in benchmarks():
+    for benchmark in dict.fromkeys(benchmarks.values()):
         settings = benchmark.settings(args)
         recorded = benchmark.recorded_settings(settings)
         every |= set(recorded)
@@ -227,10 +225,10 @@ def _benchmark_flags(args: argparse.Namespace, tasks: list[str]) -> tuple[set[st
     return every, own, unhashed
 
 
-def recorded_config(args: argparse.Namespace, tasks: list[str]) -> dict:
+def recorded_config(args: argparse.Namespace, tasks: list[str], benchmarks: Mapping) -> dict:
     """The run's settings (flags after YAML and model_args): the shared ones and the settings of
     the benchmarks whose tasks run, JSON-ready, sorted."""
-    every, own, _ = _benchmark_flags(args, tasks)
+    every, own, _ = _benchmark_flags(args, tasks, benchmarks)
     config = {key: value for key, value in vars(args).items() if key not in NOT_RECORDED and key not in every}
     config.update(own)
     config = dict(sorted(config.items()))
@@ -242,9 +240,9 @@ def recorded_config(args: argparse.Namespace, tasks: list[str]) -> dict:
     return json.loads(json.dumps(config, default=str))
 
 
-def not_hashed_keys(args: argparse.Namespace, tasks: list[str]) -> frozenset[str]:
+def not_hashed_keys(args: argparse.Namespace, tasks: list[str], benchmarks: Mapping) -> frozenset[str]:
     """The recorded keys config_hash leaves out: NOT_HASHED and the run's unhashed settings."""
-    return NOT_HASHED | _benchmark_flags(args, tasks)[2]
+    return NOT_HASHED | _benchmark_flags(args, tasks, benchmarks)[2]
 
 
 def config_hash(config: dict, not_hashed=NOT_HASHED) -> str:

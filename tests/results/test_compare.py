@@ -11,6 +11,7 @@ from itertools import product
 
 import pytest
 
+from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.cli import main
 from jaxeval.errors import DataError
 from jaxeval.results.compare import compare_runs
@@ -120,7 +121,7 @@ def test_report_with_a_reference_pairs_counts_and_draws_side_by_side(tmp_path, c
     mod = _longbench_run(tmp_path, "quant", "tiny-int4", flips={("qasper", 0), ("qasper", 1)},
                          drop={("hotpotqa", 5)}, config={"quantize": "int4"})
     runs, reference = load_report_runs([mod], ref)
-    (task,) = compare_runs(reference, runs[1], resamples=2000).tasks
+    (task,) = compare_runs(reference, runs[1], run_tasks(), resamples=2000).tasks
     assert task.overall.n == 11 and math.isclose(task.overall.delta, -200 / 11)
     assert math.isclose(task.by_group["qasper"].delta, -100 / 3) and task.by_group["hotpotqa"].delta == 0.0
     assert task.by_group["hotpotqa"].low == task.by_group["hotpotqa"].high == 0.0
@@ -191,7 +192,7 @@ def test_samples_without_per_sample_scores_are_said_not_guessed(tmp_path):
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps({**data, "run_name": "bare"}))
     runs, reference = load_report_runs([bare], ref)
-    (task,) = compare_runs(reference, runs[1]).tasks
+    (task,) = compare_runs(reference, runs[1], run_tasks()).tasks
     assert task.pairing is None and re.search(r"no paired deltas: tiny \(modified\) \(no per-sample scores", task.note)
 
 

@@ -8,6 +8,7 @@ import re
 import pytest
 from PIL import Image
 
+from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.cli import main
 from jaxeval.errors import DataError
 from jaxeval.results.report import build_views
@@ -19,7 +20,7 @@ FIGURES = ("agent_bench_length", "agent_bench_distance", "agent_bench_heatmap", 
 
 
 def _views(paths):
-    views, unknown = build_views(load_runs(paths))
+    views, unknown = build_views(load_runs(paths), run_tasks())
     return {view.name: view for view in views}, unknown
 
 

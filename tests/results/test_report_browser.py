@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.results.report import build_report
 from report_fixtures import two_runs
 
@@ -70,7 +71,7 @@ def _share_near(pixels, colour, tolerance: int = 40) -> float:
 @pytest.fixture(scope="module")
 def report_page(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("runs")
-    return build_report(two_runs(folder), folder / "report", echo=lambda *_: None)
+    return build_report(two_runs(folder), folder / "report", run_tasks(), echo=lambda *_: None)
 
 
 def test_report_plots_render_in_headless_chromium(report_page, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.cli import main
 from jaxeval.results.report import build_views
 from jaxeval.results.report_data import Panel, effective_length, load_runs, merge_model_runs
@@ -51,7 +52,7 @@ def test_two_models_over_several_lengths_on_the_page(tmp_path):
 
 def test_helmet_is_plotted_with_each_datasets_own_measure_and_depth(tmp_path):
     runs = merge_model_runs(load_runs(_runs(tmp_path)))
-    views = {view.name: view for view in build_views(runs)[0]}
+    views = {view.name: view for view in build_views(runs, run_tasks())[0]}
     figures = {figure.name: figure for figure in views["helmet"].figures}
     measures = {panel.title: panel.y_label for panel in figures["helmet_length"].panels}
     assert measures == {"json_kv (substring_exact_match)": "substring_exact_match",

@@ -17,8 +17,9 @@ class AgentBenchSettings:
     sets: str = setting("facts,tool_calls,rules_en,rules_cs,rules_de", "comma-separated configs")
     lengths: str = setting("8k", "comma-separated splits")
     mode: str = setting("auto", "alignment mode", choices=("auto", "text"))
-    save_scores: str | None = setting(None, "rules: write every target's scores (.json.gz)", hashed=False)
-    reference_scores: str | None = setting(None, "rules: the reference's saved scores")
+    save_scores: str | None = setting(None, "rules: write every target's scores (.json.gz)", hashed=False,
+                                      compare=False)
+    reference_scores: str | None = setting(None, "rules: the reference's saved scores", compare=False)
 
 
 class AgentBench(Benchmark):
