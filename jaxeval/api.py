@@ -1,14 +1,11 @@
-"""The public Python surface: load_model() and the Model it returns."""
+"""The public Python surface: load_model() and the Model it returns (the checkpoint formats and the
+loader it calls: jaxeval.weights)."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -16,25 +13,20 @@ from jaxeval.engine.backend import ReadResult
 from jaxeval.engine.compile_cache import enable_compile_cache
 from jaxeval.engine.distributed import initialize_distributed
 from jaxeval.engine.read import read as engine_read
-from jaxeval.errors import CheckpointError, ConfigError
+from jaxeval.errors import ConfigError
 from jaxeval.models.attention import BACKENDS, check_attention
-from jaxeval.models.checkpoint import TOKENIZER_FILES, is_jaxeval_checkpoint, load_checkpoint_params
-from jaxeval.models.config import ModelConfig, check_overrides, config_from_hf, load_hf_config
-from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
+from jaxeval.models.config import ModelConfig, check_overrides
 from jaxeval.models.decoder import Decoder
 from jaxeval.models.hybrid import HybridDecoder
 from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.kv_policy import KVPolicy, check_policy, check_supported, from_flags
-from jaxeval.models.param_layout import param_axes, param_shapes
-from jaxeval.models.hf_weights import load_hf_params
 from jaxeval.models.mesh import make_mesh
-from jaxeval.models.gguf_quantized import LABEL as GGUF_BLOCKS, excluded, quantized_gguf_params
-from jaxeval.models.checkpoint_quant import folder_scheme, load_quantized_linears
-from jaxeval.models.quant import DEFAULT_GROUP, check_quantizable, check_quantize, dequantize_tree, quantize_params
-from jaxeval.models.quant_sharding import place_params
+from jaxeval.models.param_layout import param_axes, param_shapes
+from jaxeval.models.quant import DEFAULT_GROUP, check_quantize
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
-
-DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+from jaxeval.weights.gguf_weights import load_gguf_tokenizer
+from jaxeval.weights.loader import (DTYPES, default_dtype, fingerprint, generation_eos_ids, load_params,
+                                    load_tokenizer_from, read_config, resolve_model_path)
 
 
 @dataclasses.dataclass
@@ -135,11 +127,6 @@ class Model:
                                prefill_chunk_len=self.prefill_chunk, batch_size=batch_size, mesh=self.mesh)
 
 
-def default_dtype() -> str:
-    """What dtype="auto" loads: float32 on CPU, bfloat16 on accelerators."""
-    return "float32" if jax.default_backend() == "cpu" else "bfloat16"
-
-
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
                prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True,
                quantize: str | None = None, quant_group: int = DEFAULT_GROUP, dequantize: bool = False,
@@ -156,9 +143,9 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     channel): every matmul weight is rounded to it at load and held so on the device, rebuilt inside
     the jitted matmuls (jaxeval.models.quant); the embedding and the norms stay in dtype.
     A GGUF checkpoint's block-quantized matmul weights stay in their codes on the device the same
-    way (jaxeval.models.gguf_quantized; quantization "gguf-blocks"), unless dequantize=True or with
+    way (jaxeval.weights.gguf_quantized; quantization "gguf-blocks"), unless dequantize=True or with
     quantize, when every tensor is dequantized at load as transformers does. On a mesh, quantized
-    weights are sharded along their dense weight's logical axes (jaxeval.models.quant_sharding).
+    weights are sharded along their dense weight's logical axes (jaxeval.weights.quant_sharding).
     kv_cache: a KV-cache policy for reads and generation (jaxeval.models.kv_policy): "int8", "fp8",
     "streaming", "snapkv" (their default settings) or a KVPolicy; None or "exact": the exact cache.
     It is recorded (Model.kv_cache) and part of the fingerprint.
@@ -179,10 +166,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
         dtype = default_dtype()
     config_overrides = check_overrides(config_overrides, "load_model")
     folder = resolve_model_path(path)
-    gguf = gguf_file(folder)  # a llama.cpp checkpoint: config, weights and tokenizer in one file
-    source = GGUFCheckpoint(gguf) if gguf else None
-    config = (config_from_hf(source.config, where=str(gguf), overrides=config_overrides) if source
-              else load_hf_config(folder, config_overrides))
+    gguf, source, config = read_config(folder, config_overrides)
     if not lm_head:
         config = dataclasses.replace(config, tie_word_embeddings=True)
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
@@ -196,8 +180,8 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                          context_parallel=not is_hybrid(config))
         check_mesh_fits(config, mesh, prefill_chunk)
         targets = param_shardings(param_shapes(config), mesh, param_axes(config))
-    params, quantization = _load_params(folder, config, dtype, source, targets, quantization, quant_group,
-                                        dequantize, mesh)
+    params, quantization = load_params(folder, config, dtype, source, targets, quantization, quant_group,
+                                       dequantize, mesh)
     module = build_module(config, params, dtype)
     tokenizer = None
     if load_tokenizer:
@@ -207,78 +191,6 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                  prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides, quantization=quantization,
                  generation_eos_ids=generation_eos_ids(folder), kv_cache=kv_label)
-
-
-def _load_params(folder: Path, config: ModelConfig, dtype: str, source, targets, quantize: str | None,
-                 quant_group: int, dequantize: bool, mesh=None) -> tuple[dict, str | None]:
-    """The parameters, and the label of how their matmul weights are held (Model.quantization).
-
-    quantize: check_quantize's label (rounded at load) or None. A quantized checkpoint's weights
-    (GGUF blocks; GPTQ, AWQ, compressed-tensors, FP8 safetensors) stay quantized unless dequantize
-    or quantize; a GGUF dequantized takes gguf's own dequantization (the path transformers takes).
-    On a mesh (targets: the dense parameters' shardings), dense weights are read straight into their
-    shardings; quantized ones are built on the host and then placed (jaxeval.models.quant_sharding).
-    """
-    np_dtype = np.dtype(jnp.dtype(DTYPES[dtype]))
-    place = jnp.asarray if targets is None else np.asarray  # on a mesh: host arrays until place_params
-    if is_jaxeval_checkpoint(folder):
-        params = load_checkpoint_params(folder, config, DTYPES[dtype], sharding=None if quantize else targets)
-        if not quantize:
-            return params, None
-        check_quantizable(config, f"{folder}: {quantize}")
-        params = _rounded(params, quantize, quant_group, place)
-        return (params if targets is None else place_params(params, mesh)), quantize
-    scheme = None if source is not None else folder_scheme(folder)  # GPTQ, AWQ, compressed-tensors, FP8
-    if scheme is not None or quantize or source is not None:
-        check_quantizable(config, f"{folder}: {scheme.method if scheme else quantize or 'GGUF'}")
-    if targets is not None and scheme is None and not quantize and (source is None or dequantize):
-        return load_hf_params(folder, config, np_dtype, shardings=targets, tensors=source), None
-    params, label = _quantized_params(folder, config, np_dtype, source, scheme, quantize, quant_group, dequantize,
-                                      place)
-    return (params if targets is None else place_params(params, mesh)), label
-
-
-def _quantized_params(folder, config, np_dtype, source, scheme, quantize, quant_group, dequantize, place):
-    """_load_params's quantized checkpoints and quantize-on-load, as `place` arrays (device or host)."""
-    blocks, label = {}, None
-    if scheme is not None:
-        blocks, label = load_quantized_linears(folder, config, scheme), scheme.label
-        if dequantize or quantize:
-            blocks, label = dequantize_tree(blocks, np_dtype), f"{label}-dequantized"
-    elif source is not None and not (dequantize or quantize):
-        blocks, label = quantized_gguf_params(source, config), GGUF_BLOCKS
-    blocks = jax.tree.map(place, blocks)
-    params = jax.tree.map(place, load_hf_params(folder, config, np_dtype, tensors=source,
-                                                      exclude=frozenset(excluded(blocks) if blocks else ())))
-    if blocks:
-        params["layers"].update(blocks["layers"])
-        params.update({"lm_head": blocks["lm_head"]} if "lm_head" in blocks else {})
-    if not quantize:
-        return params, label if blocks and excluded(blocks) else None
-    return _rounded(params, quantize, quant_group, place), f"{label}+{quantize}" if label else quantize
-
-
-def _rounded(params: dict, label: str | None, group: int, place=jnp.asarray) -> dict:
-    """params with every matmul weight rounded to `label`'s kind (int8, int4-g128, fp8) at load."""
-    if not label:
-        return params
-    return jax.tree.map(place, quantize_params(params, label.split("-")[0], group))
-
-
-def generation_eos_ids(folder: Path) -> tuple[int, ...]:
-    """generation_config.json's eos_token_id (an id or a list of ids; transformers stops at each),
-    () when the folder has no such file or field."""
-    from jaxeval.inputs import read_json
-
-    path = Path(folder) / "generation_config.json"
-    if not path.is_file():
-        return ()
-    raw = read_json(path, ConfigError, "generation config")
-    eos = raw.get("eos_token_id") if isinstance(raw, dict) else None
-    ids = [eos] if isinstance(eos, int) and not isinstance(eos, bool) else eos if isinstance(eos, list) else []
-    if eos is not None and (not ids or any(isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in ids)):
-        raise ConfigError(f"{path}: eos_token_id must be a token id or a list of them, got {eos!r}")
-    return tuple(ids)
 
 
 def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:
@@ -291,65 +203,3 @@ def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:
     return module
 
 
-def resolve_model_path(path: str | Path) -> Path:
-    from jaxeval.results.storage import is_url, local_copy
-
-    if is_url(path):  # gs://bucket/model or any fsspec URL: copied once into the local cache
-        return local_copy(str(path))
-    folder = Path(path)
-    if folder.is_dir() or (folder.is_file() and folder.suffix == ".gguf"):
-        return folder
-    text = str(path)
-    if folder.exists() or text.startswith((".", "/", "~")) or text.count("/") != 1:
-        raise CheckpointError(f"{path}: not a model folder (expected config.json with safetensors or a jaxeval "
-                              "Orbax checkpoint)")
-    try:  # a hub id such as "Qwen/Qwen3-0.6B": fetch only what jaxeval reads (never torch weights)
-        from huggingface_hub import snapshot_download
-        return Path(snapshot_download(text, allow_patterns=["*.json", "*.safetensors", "tokenizer*", "*.jinja",
-                                                              "*.txt", "*.model"]))
-    except Exception as e:
-        raise CheckpointError(f"{path}: not a local folder, and fetching it from the Hugging Face hub failed "
-                              f"({type(e).__name__}: {e})") from None
-
-
-def load_tokenizer_from(folder: Path):
-    """The folder's tokenizer through transformers, or None when the folder has no tokenizer files."""
-    if not any((folder / name).is_file() for name in TOKENIZER_FILES[:5]):
-        return None
-    from transformers import AutoTokenizer
-    try:
-        return AutoTokenizer.from_pretrained(str(folder))
-    except Exception as e:
-        raise CheckpointError(f"{folder}: tokenizer files present but unreadable ({type(e).__name__}: {e})") from None
-
-
-def fingerprint(folder: Path, dtype: str, gguf: Path | None = None, quantization: str | None = None,
-                kv_cache: str | None = None) -> str:
-    """Hash of the config, the weights' content (sampled), the dtype, the tokenizer and the chat
-    template (jaxeval.fingerprint; the journal names the part that differs), and the quantization
-    applied at load and the KV-cache policy, if any. A GGUF file holds all of them: its sampled
-    content and the dtype."""
-    from jaxeval.fingerprint import model_fingerprint, sampled_digest
-
-    if gguf is not None:
-        label = (f"gguf:{sampled_digest(gguf)}:{dtype}" + (f":{quantization}" if quantization else "")
-                 + (f":kv={kv_cache}" if kv_cache else ""))
-        return hashlib.sha256(label.encode()).hexdigest()[:16]
-    return model_fingerprint(folder, dtype, quantization, kv_cache)
-
-
-def convert(src: str | Path, dst: str | Path, dtype: str | None = None) -> Path:
-    """Write a jaxeval Orbax checkpoint from a HF safetensors folder (dtype defaults to the config's)."""
-    from jaxeval.models.checkpoint import save_checkpoint
-
-    folder = resolve_model_path(src)
-    if is_jaxeval_checkpoint(folder):
-        raise CheckpointError(f"{src}: already a jaxeval Orbax checkpoint")
-    raw = json.loads((folder / "config.json").read_text())
-    config = load_hf_config(folder)
-    dtype = dtype or {"bfloat16": "bfloat16"}.get(raw.get("torch_dtype") or raw.get("dtype"), "float32")
-    if dtype not in DTYPES:
-        raise ConfigError(f"dtype={dtype!r} is not supported (choose {', '.join(DTYPES)})")
-    params = load_hf_params(folder, config, np.dtype(jnp.dtype(DTYPES[dtype])))
-    save_checkpoint(dst, params, raw, dtype, tokenizer_from=folder)
-    return Path(dst)

@@ -61,7 +61,8 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
 
 
 def _load(args):
-    from jaxeval.api import load_model, resolve_model_path
+    from jaxeval.api import load_model
+    from jaxeval.weights.loader import resolve_model_path
     from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.inputs import check_model_folder
     from jaxeval.models.kv_policy import policy_of_flags
@@ -133,7 +134,7 @@ def cmd_ls(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from jaxeval.api import convert, resolve_model_path
+    from jaxeval.weights.loader import convert, resolve_model_path
     from jaxeval.inputs import check_model_folder, check_output_file, writing
 
     check_output_file(args.dst, what="convert: the destination", overwrite=False)
@@ -271,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     from jaxeval.bench.cli import add_arguments as add_bench_arguments
-    bench = sub.add_parser("bench", help="speed, memory and MFU against transformers on the same weights (README)")
+    bench = sub.add_parser("bench", help="speed, memory and MFU against transformers on the same weights (docs/performance.md)")
     add_bench_arguments(bench)
     bench.set_defaults(func=cmd_bench)
     return parser

@@ -290,7 +290,7 @@ def write_outputs(args, name: str, results: dict, samples: dict) -> None:
 def validate_suite(args, tasks: list[str]) -> int:
     """Check what a run needs before it starts: every flag, the output path, the model's config
     and tokenizer (loaded, its chat template as the tasks need it), every record."""
-    from jaxeval.api import load_tokenizer_from, resolve_model_path
+    from jaxeval.weights.loader import load_tokenizer_from, resolve_model_path
     from jaxeval.inputs import check_model_folder
     from jaxeval.models.config import load_hf_config
 

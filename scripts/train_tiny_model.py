@@ -4,7 +4,7 @@
                                        [--text_dir ../shared/data/text] [--eval_seeds 1] [--eval_32k]
 
 One command reproduces the shipped model: fixed seeds, fixed phases, then a recall-at-8k
-estimate and an Orbax checkpoint (jaxeval.models.checkpoint layout) next to the tokenizer.
+estimate and an Orbax checkpoint (jaxeval.weights.orbax layout) next to the tokenizer.
 
 What it learns from:
 - Filler text: Tiny Shakespeare and the WikiText-2 articles that the longctx-agent-bench facts
@@ -543,7 +543,7 @@ def parameter_count(params) -> int:
 def main(argv=None) -> None:
     from transformers import AutoTokenizer
 
-    from jaxeval.models.checkpoint import save_checkpoint
+    from jaxeval.weights.orbax import save_checkpoint
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="model folder (the tokenizer is read from "

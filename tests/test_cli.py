@@ -89,7 +89,7 @@ def test_run_longbench_e_generates_and_scores(tmp_path, capsys):
     """LongBench-E end to end on a random 1-layer model with the embedded tokenizer (fast)."""
     from flax import nnx
 
-    from jaxeval.models.checkpoint import save_checkpoint
+    from jaxeval.weights.orbax import save_checkpoint
     from jaxeval.models.config import config_from_hf
     from jaxeval.models.decoder import Decoder
 

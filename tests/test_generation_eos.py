@@ -1,4 +1,4 @@
-"""EOS ids from generation_config.json (jaxeval.api.generation_eos_ids): one id or a list, as
+"""EOS ids from generation_config.json (jaxeval.weights.loader.generation_eos_ids): one id or a list, as
 transformers reads them; Model.eos_token_ids joins them with config.json's and the tokenizer's."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import types
 
 import pytest
 
-from jaxeval.api import Model, generation_eos_ids
+from jaxeval.api import Model
+from jaxeval.weights.loader import generation_eos_ids
 from jaxeval.errors import ConfigError
 
 

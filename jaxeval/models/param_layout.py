@@ -3,7 +3,7 @@
 Everything that needs to know the layout derives it from `TOP` and `LAYERS`:
   param_shapes(c)     the nested dict of shapes (decoder init, checkpoints, shardings);
   PARAM_AXES          each parameter's logical axes (jaxeval.models.sharding maps them onto a mesh);
-  hf_name / hf_shape / to_ours / fused_rows   how jaxeval.models.hf_weights reads HF tensors.
+  hf_name / hf_shape / to_ours / fused_rows   how jaxeval.weights.hf_weights reads HF tensors.
 
 A shape is the sizes of its logical axes (`axis_sizes`), so axes and shape cannot disagree.
 Per-layer parameters are stacked: their first axis is "layers", and their HF tensors are read

@@ -14,7 +14,7 @@ element: [G, *out] (G = 1: per output channel). With c the integer code of an el
     w = (c - zero) * scale + offset      (zero: 0 when absent; offset: 0 when absent)
 
 - int8: codes int8 [*in, *out]. Quantize-on-load: symmetric per channel, c in [-127, 127].
-  GGUF Q8_0/Q5_x/Q6_K and the other 5- to 8-bit block formats (jaxeval.models.gguf_codes).
+  GGUF Q8_0/Q5_x/Q6_K and the other 5- to 8-bit block formats (jaxeval.weights.gguf_codes).
 - int4: codes 0..15 packed two per uint8 along the input rows ([In/2, *out]; row 2i in the low
   nibble, 2i+1 in the high one), c = nibble - shift (static). Quantize-on-load: symmetric per
   group of `group` rows, shift 8; GPTQ/AWQ/compressed-tensors: integer zero points; GGUF Q4_0

@@ -43,7 +43,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "gdn_k_heads": ("tensor",),  # Gated DeltaNet key and value heads (hybrids), their weights and states
     "gdn_v_heads": ("tensor",),
     "conv_taps": (),
-    "quant_rows": (),  # a quantized weight's flattened input rows or groups (jaxeval.models.quant_sharding)
+    "quant_rows": (),  # a quantized weight's flattened input rows or groups (jaxeval.weights.quant_sharding)
     # activations and logits
     "batch": ("data", "fsdp"),
     "sequence": ("context",),

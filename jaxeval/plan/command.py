@@ -14,10 +14,10 @@ from jaxeval.plan.options import check_plan_arguments, judge_price
 
 def counting_model(args):
     """The CountingModel of --model: config (with --model_args overrides), tokenizer, EOS ids."""
-    from jaxeval.api import generation_eos_ids, load_tokenizer_from, resolve_model_path
+    from jaxeval.weights.loader import generation_eos_ids, load_tokenizer_from, resolve_model_path
     from jaxeval.inputs import check_model_folder
     from jaxeval.models.config import check_overrides, config_from_hf, load_hf_config
-    from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
+    from jaxeval.weights.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
     from jaxeval.plan.counting import CountingModel
 
     folder = resolve_model_path(args.model)
@@ -105,7 +105,7 @@ def hardware_rates(args, config, dtype: str, loaded_model=None, read_tokens: int
 
 def memory_inputs(args, config, gguf) -> tuple[str, dict, int]:
     """(the run's dtype, its mesh shape, the weights' bytes as stored) for the memory estimate."""
-    from jaxeval.api import default_dtype
+    from jaxeval.weights.loader import default_dtype
     from jaxeval.models.mesh import AXES, auto_mesh_shape, parse_mesh_spec
 
     dtype = default_dtype() if args.dtype == "auto" else args.dtype

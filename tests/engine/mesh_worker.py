@@ -93,7 +93,8 @@ def run_mesh(folder: str, spec: str) -> dict:
     import jax
     from flax import nnx
 
-    from jaxeval.api import convert, load_model
+    from jaxeval.api import load_model
+    from jaxeval.weights.loader import convert
     from jaxeval.models.mesh import make_mesh
     from jaxeval.engine.read import read
     from jaxeval.models.config import config_from_hf

@@ -12,7 +12,7 @@ import pytest
 
 import jaxeval
 from jaxeval.errors import CheckpointError
-from jaxeval.models.checkpoint import is_jaxeval_checkpoint, save_checkpoint
+from jaxeval.weights.orbax import is_jaxeval_checkpoint, save_checkpoint
 
 IDS = (np.arange(50) * 7) % 61 + 3
 POSITIONS = np.arange(1, 50)

@@ -1,4 +1,4 @@
-"""Quantized safetensors checkpoints (GPTQ, AWQ, compressed-tensors, FP8): jaxeval/models/checkpoint_quant.py.
+"""Quantized safetensors checkpoints (GPTQ, AWQ, compressed-tensors, FP8): jaxeval/weights/checkpoint_quant.py.
 
 Each test writes a tiny random Llama's linear layers in a method's own layout (packed by the
 formats' rules: AutoGPTQ's and AutoAWQ's word orders, compressed-tensors' own pack_to_int32 when
@@ -17,7 +17,7 @@ import pytest
 import jaxeval
 from jaxeval.errors import ConfigError
 from jaxeval.models import quant
-from jaxeval.models.checkpoint_quant import AWQ_ORDER
+from jaxeval.weights.checkpoint_quant import AWQ_ORDER
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",

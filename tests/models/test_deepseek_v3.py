@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 import jaxeval  # noqa: E402
 from jaxeval.engine.read import new_read_cache, read  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
-from jaxeval.models.checkpoint import save_checkpoint  # noqa: E402
+from jaxeval.weights.orbax import save_checkpoint  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from jaxeval.models.kv_policy import check_supported, from_flags  # noqa: E402
 from moe_checks import eight_devices_equal_one  # noqa: E402

@@ -18,7 +18,7 @@ def test_orbax_copy_of_new_layouts(built, tmp_path):
     """jaxeval convert keeps the split fused weights, the post-norm-only layout and the all-heads q/k norms:
     the Orbax copy reads exactly as the safetensors folder."""
     positions, tokens = all_positions(built)
-    from jaxeval.api import convert
+    from jaxeval.weights.loader import convert
 
     convert(built.folder, tmp_path / "orbax", dtype="float32")
     a = jaxeval.load_model(tmp_path / "orbax", dtype="float32", attention="xla").read(built.ids, positions, tokens)

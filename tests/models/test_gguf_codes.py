@@ -1,4 +1,4 @@
-"""GGUF block codes kept quantized (jaxeval/models/gguf_codes.py, gguf_quantized.py): every known block type,
+"""GGUF block codes kept quantized (jaxeval/weights/gguf_codes.py, gguf_quantized.py): every known block type,
 random blocks, rebuilt on the device against the gguf package's own dequantization."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from jaxeval.errors import CheckpointError
-from jaxeval.models import gguf_codes, gguf_quantized, quant
+from jaxeval.models import quant
+from jaxeval.weights import gguf_codes, gguf_quantized
 
 ROWS, COLS = 6, 512
 

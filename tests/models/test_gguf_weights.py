@@ -22,8 +22,8 @@ gguf = pytest.importorskip("gguf")
 import jaxeval  # noqa: E402
 from jaxeval.errors import CheckpointError  # noqa: E402
 from jaxeval.models.config import load_hf_config  # noqa: E402
-from jaxeval.models.gguf_weights import GGUFCheckpoint  # noqa: E402
-from jaxeval.models.hf_weights import load_hf_params  # noqa: E402
+from jaxeval.weights.gguf_weights import GGUFCheckpoint  # noqa: E402
+from jaxeval.weights.hf_weights import load_hf_params  # noqa: E402
 from jaxeval.models import quant  # noqa: E402
 
 LLAMA = dict(model_type="llama", vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,

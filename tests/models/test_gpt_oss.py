@@ -97,7 +97,7 @@ def test_config_errors_and_defaults():
         config_from_hf({**raw, "attention_bias": None})
     with pytest.raises(ConfigError, match=r"^config.json: field 'layer_types' has unsupported entry 'linear"):
         config_from_hf({**raw, "layer_types": ["linear_attention"] * 3})
-    from jaxeval.models.checkpoint_quant import read_scheme
+    from jaxeval.weights.checkpoint_quant import read_scheme
     assert read_scheme({**raw, "quantization_config": {"quant_method": "mxfp4"}}, "config.json") is None
     with pytest.raises(ConfigError, match="quant_method 'mxfp4' is supported for gpt-oss experts only"):
         read_scheme({**raw, "model_type": "llama", "quantization_config": {"quant_method": "mxfp4"}}, "config.json")
@@ -155,7 +155,7 @@ def mxfp4_codes(rng, float_shape):
 
 def test_mxfp4_dequantization_equals_transformers():
     from transformers.integrations.mxfp4 import convert_moe_packed_tensors
-    from jaxeval.models.mxfp4 import MXFP4Tensor, dequantize
+    from jaxeval.weights.mxfp4 import MXFP4Tensor, dequantize
     blocks, scales = mxfp4_codes(np.random.default_rng(0), (3, 64, 96))
     scales[0, 0, 0], scales[1, 2, 1] = 0, 255  # the E8M0 extremes too
     want = convert_moe_packed_tensors(torch.as_tensor(blocks), torch.as_tensor(scales), dtype=torch.float32)

@@ -1,6 +1,6 @@
 """Quantized weights on a device mesh: the same model quantized at load (int8, int4, fp8) reads and
 generates the same on 8 simulated CPU devices as on one (log-probs within 1e-5, same greedy tokens), with
-the codes and scales sharded along the dense weight's logical axes (jaxeval/models/quant_sharding.py).
+the codes and scales sharded along the dense weight's logical axes (jaxeval/weights/quant_sharding.py).
 
 JAX fixes its device count when it starts: the check runs in a subprocess (tests/engine/mesh_worker.py's
 tiny Llama folder and environment)."""

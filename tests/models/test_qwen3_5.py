@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import jaxeval  # noqa: E402
-from jaxeval.api import convert  # noqa: E402
+from jaxeval.weights.loader import convert  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from jaxeval.models.hybrid_layout import check_hybrid_mesh, layer_groups  # noqa: E402

@@ -56,7 +56,7 @@ def test_weight_bytes_equal_the_stored_parameters_quantized_or_not(model):
 
 
 def test_generations_are_counted_as_the_engine_batches_them():
-    from jaxeval.api import load_tokenizer_from
+    from jaxeval.weights.loader import load_tokenizer_from
     from jaxeval.engine.buckets import length_bucket
     from jaxeval.generation import GenerationOptions, generate
     from jaxeval.models.config import load_hf_config

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from jaxeval.api import fingerprint
+from jaxeval.weights.loader import fingerprint
 from jaxeval.cli import EMBEDDED_MODEL, main
 from jaxeval.fingerprint import EDGE_BYTES, WHOLE_FILE_BYTES, describe_difference, model_identity, weight_files
 
@@ -70,7 +70,7 @@ def _retrained(source, target):
     import jax
     import jax.numpy as jnp
 
-    from jaxeval.models.checkpoint import load_checkpoint_params, save_checkpoint
+    from jaxeval.weights.orbax import load_checkpoint_params, save_checkpoint
     from jaxeval.models.config import load_hf_config
 
     raw = json.loads((source / "config.json").read_text())

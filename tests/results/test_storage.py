@@ -8,7 +8,7 @@ import stat
 import fsspec
 import pytest
 
-from jaxeval.api import fingerprint
+from jaxeval.weights.loader import fingerprint
 from jaxeval.cli import EMBEDDED_MODEL
 from jaxeval.errors import ConfigError
 from jaxeval.results.storage import join, local_copy, read_text, write_text_atomic

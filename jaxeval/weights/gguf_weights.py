@@ -2,13 +2,13 @@
 
 The metadata becomes a Hugging Face style config dict (then the usual jaxeval.models.config path);
 each tensor is dequantized to float32 by gguf.quants (F32/F16/BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K
-and every other type the package knows) and handed to jaxeval.models.hf_weights under its Hugging Face
+and every other type the package knows) and handed to jaxeval.weights.hf_weights under its Hugging Face
 name, undoing what llama.cpp's converter did to it:
 - llama (and mistral, which llama.cpp writes as llama): q and k rows permuted for llama.cpp's
   interleaved rope; permuted back to Hugging Face's half-split order.
 - gemma2 / gemma3: RMSNorm weights stored as 1 + w (ggml multiplies by the weight); stored - 1 here.
-By default the matmul weights stay in their block codes on the device (jaxeval.models.gguf_codes,
-jaxeval.models.gguf_quantized), rebuilt inside the jitted matmuls; with dequantize=True every tensor
+By default the matmul weights stay in their block codes on the device (jaxeval.weights.gguf_codes,
+jaxeval.weights.gguf_quantized), rebuilt inside the jitted matmuls; with dequantize=True every tensor
 is dequantized at load (float32 on the host, then cast to the model dtype), as transformers' GGUF
 loading does. The embedding and the norms are always dequantized at load.
 """
@@ -160,9 +160,9 @@ class GGUFCheckpoint:
         return w
 
     def codes(self, name: str):
-        """The HF tensor `name` as block codes, scales and offsets (jaxeval.models.gguf_codes.Codes) in
+        """The HF tensor `name` as block codes, scales and offsets (jaxeval.weights.gguf_codes.Codes) in
         Hugging Face's [out, in] layout, rows permuted as get() permutes them; None for a float tensor."""
-        from jaxeval.models.gguf_codes import read_codes
+        from jaxeval.weights.gguf_codes import read_codes
 
         tensor = self._tensor(name)
         codes = read_codes(tensor, f"{self.folder}: tensor {tensor.name!r}")

@@ -21,8 +21,10 @@ from jaxeval.models.config import ModelConfig
 from jaxeval.models.param_layout import param_shapes
 
 FORMAT, VERSION = "jaxeval-orbax", 1
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
-                   "vocab.json", "merges.txt", "chat_template.jinja", "generation_config.json")
+# any one of these makes a folder's tokenizer loadable (merges, a chat template or a generation config alone do not)
+TOKENIZER_CORE_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+                        "vocab.json")
+TOKENIZER_FILES = TOKENIZER_CORE_FILES + ("merges.txt", "chat_template.jinja", "generation_config.json")  # copied
 
 
 def is_jaxeval_checkpoint(folder: Path) -> bool:

@@ -67,7 +67,7 @@ def read_scheme(raw: dict, where: str) -> Scheme | None:
     if qc is None:
         return None
     method = qc.get("quant_method") if isinstance(qc, dict) else None
-    if method == "mxfp4":  # gpt-oss on the hub: only the experts, dequantized as they load (jaxeval.models.mxfp4)
+    if method == "mxfp4":  # gpt-oss on the hub: only the experts, dequantized as they load (jaxeval.weights.mxfp4)
         if raw.get("model_type") != "gpt_oss":
             raise ConfigError(f"{where}: quantization_config.quant_method 'mxfp4' is supported for gpt-oss experts "
                               f"only (model_type={raw.get('model_type')!r})")
@@ -260,8 +260,8 @@ def folder_scheme(folder) -> Scheme | None:
 
 def load_quantized_linears(folder, c: ModelConfig, scheme: Scheme) -> dict:
     """quantized_checkpoint_params over the folder's safetensors files."""
-    from jaxeval.models.hf_weights import text_prefix
-    from jaxeval.models.safetensors_io import SafetensorsFolder
+    from jaxeval.weights.hf_weights import text_prefix
+    from jaxeval.weights.safetensors_io import SafetensorsFolder
 
     st = SafetensorsFolder(folder)
     return quantized_checkpoint_params(st, c, scheme, text_prefix(st))

@@ -5,7 +5,7 @@ projections (Phi-3's qkv_proj, Phi-3's and GLM's gate_up_proj) are split by rows
 tensors is a view of its rows, so a shard still reads only its own bytes. gpt-oss's experts.gate_up_proj
 (and its bias) interleave gate and up along the last axis: each is a strided view of it.
 MXFP4 expert tensors (the hub's gpt-oss files: <name>_blocks, <name>_scales in place of <name>) are
-dequantized as they load (jaxeval.models.mxfp4.MXFP4Tensor: bfloat16, exact), each shard from its own bytes.
+dequantized as they load (jaxeval.weights.mxfp4.MXFP4Tensor: bfloat16, exact), each shard from its own bytes.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import jax
 import numpy as np
 
 from jaxeval.errors import CheckpointError
-from jaxeval.models import mxfp4
+from jaxeval.weights import mxfp4
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.hybrid_layout import is_hybrid
-from jaxeval.models.hybrid_weights import load_hybrid_params
+from jaxeval.weights.hybrid_weights import load_hybrid_params
 from jaxeval.models.layer_stacks import layer_stacks
 from jaxeval.models.param_layout import (TOP, fused_columns, fused_rows, hf_layout, hf_name, hf_shape, param_shapes,
                                          to_ours)
-from jaxeval.models.safetensors_io import SafetensorsFolder
+from jaxeval.weights.safetensors_io import SafetensorsFolder
 
 # Text-model prefixes, tried in order (multimodal Gemma 3 keeps its text tower under language_model).
 _PREFIXES = ("model.", "model.language_model.", "language_model.model.", "")
@@ -50,7 +50,7 @@ def load_hf_params(folder, c: ModelConfig, dtype, shardings: dict | None = None,
     """Read a HF safetensors folder into our nested dict of arrays, cast to `dtype`.
 
     tensors: another source of HF-named tensors (`name in tensors`, `tensors.get(name)`, `.folder`),
-    e.g. jaxeval.models.gguf_weights.GGUFCheckpoint; default: the folder's safetensors files.
+    e.g. jaxeval.weights.gguf_weights.GGUFCheckpoint; default: the folder's safetensors files.
     exclude: parameter names not to read (lm_head, layer parameters: a caller holds them otherwise).
 
     Without shardings: numpy arrays. With shardings (a nested dict of NamedSharding matching

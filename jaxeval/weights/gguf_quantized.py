@@ -1,6 +1,6 @@
 """A GGUF checkpoint's matmul weights kept in their block codes on the device (jaxeval.models.quant.Quantized).
 
-Each linear parameter's per-layer tensors (jaxeval.models.gguf_codes: codes, scales, offsets in
+Each linear parameter's per-layer tensors (jaxeval.weights.gguf_codes: codes, scales, offsets in
 Hugging Face's [out, in] layout) are put in our layout (codes [*in, *out], scales [G, *out]) and
 stacked over layers. Quantizers mix block types within one parameter (Q4_K_M writes some layers'
 ffn_down as Q6_K, others as Q4_K), so the stack takes the smallest group of its layers (scales
@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from jaxeval.models.config import ModelConfig
-from jaxeval.models.gguf_codes import Codes
+from jaxeval.weights.gguf_codes import Codes
 from jaxeval.models.param_layout import TOP, hf_name, param_shapes
 from jaxeval.models.quant import Quantized, layer_matmuls, pack_int4
 
