@@ -9,9 +9,13 @@ Rules, and how imports are counted:
   the way are not edges: a thin `__init__` re-exporting its submodules is the intended shape,
   and it is cyclic only when a submodule takes names from the package itself.
 1. Layering: a module under jaxeval/models imports, of jaxeval, only jaxeval.models and the leaf
-   modules jaxeval.errors and jaxeval.inputs (never the engine, benchmarks, results, judges,
-   metrics, the CLI or the API above it).
+   modules jaxeval.errors and the file-reading boundary (jaxeval.inputs / jaxeval.io), never the
+   weights, engine, benchmarks, results, judges, metrics, the CLI or the API above it.
 2. No cycles among jaxeval modules.
+3. Floors: every package (a top-level module or folder of jaxeval) stands on one floor of FLOORS,
+   and no import (module level or lazy) reaches a higher floor, so no path of imports, however
+   long, climbs; within a floor the package graph has no loop either. A new package must be given
+   its floor here.
 """
 
 from __future__ import annotations
@@ -20,7 +24,29 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxeval"
-MODELS_MAY_IMPORT = ("jaxeval.models", "jaxeval.errors", "jaxeval.inputs")
+MODELS_MAY_IMPORT = ("jaxeval.models", "jaxeval.errors", "jaxeval.inputs", "jaxeval.io")
+
+# Bottom up. The ground floor is file I/O and the process-wide leaves: jaxeval/io/ gathers
+# inputs.py, results/storage.py, results/files.py and benchmarks/files.py (IO_MODULES: counted as
+# that package until they move).
+FLOORS = (
+    ("errors", "progress", "interrupt", "secrets", "io"),
+    ("metrics", "fingerprint"),
+    ("models",),
+    ("weights",),
+    ("engine",),
+    ("generation",),
+    ("run",),
+    ("report", "results"),
+    ("api",),
+    ("__init__", "embedding", "judges", "lm_eval"),
+    ("benchmarks", "serve"),
+    ("tasks",),
+    ("plan",),
+    ("bench", "suite"),
+    ("cli",),
+)
+IO_MODULES = ("jaxeval.inputs", "jaxeval.results.storage", "jaxeval.results.files", "jaxeval.benchmarks.files")
 
 
 def module_files(package: Path) -> dict[str, Path]:
@@ -108,6 +134,44 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def package_of(module: str) -> str:
+    """The floor-plan unit of a module: jaxeval.X.* -> X (jaxeval itself: __init__; IO_MODULES: io)."""
+    if module in IO_MODULES or module.startswith("jaxeval.io."):
+        return "io"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def floor_violations(edges: dict[str, list[tuple[str, int]]], floors=FLOORS) -> tuple[list[str], list[str]]:
+    """(packages with no floor, imports that reach a higher floor)."""
+    floor = {package: level for level, names in enumerate(floors) for package in names}
+    unplaced = sorted({package_of(name) for name in edges} - set(floor))
+    up = [f"{name} (floor {floor[package_of(name)]}) imports {target} (line {line}, floor {floor[package_of(target)]})"
+          for name, found in sorted(edges.items()) for target, line in found
+          if package_of(name) in floor and package_of(target) in floor
+          and floor[package_of(target)] > floor[package_of(name)]]
+    return unplaced, up
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        out.setdefault(package_of(name), set()).update(package_of(t) for t in targets if package_of(t) != package_of(name))
+    for targets in list(out.values()):
+        for target in targets:
+            out.setdefault(target, set())
+    return out
+
+
+def test_every_package_stands_on_its_floor_and_no_import_climbs():
+    graph, edges = import_graph(PACKAGE)
+    unplaced, up = floor_violations(edges)
+    assert not unplaced, f"give these packages a floor in FLOORS: {', '.join(unplaced)}"
+    assert not up, "\n".join(up)
+    loops = cycles(package_graph(graph))
+    assert not loops, "\n".join(" <-> ".join(c) for c in loops)
+
+
 def test_models_import_nothing_above_them():
     _, edges = import_graph(PACKAGE)
     wrong = [f"{name} imports {target} (line {line})" for name, found in sorted(edges.items())
@@ -141,3 +205,23 @@ def test_the_checks_see_cycles_and_layering(tmp_path):
     graph, edges = import_graph(package)
     assert sorted(cycles(graph)) == [["jaxeval.helmet", "jaxeval.helmet.runner"], ["jaxeval.models.a", "jaxeval.models.b"]]
     assert edges["jaxeval.models.c"] == [("jaxeval.engine", 2)] and "jaxeval.engine" not in graph["jaxeval.models.b"]
+
+
+def test_the_floor_checks_see_climbs_and_package_loops(tmp_path):
+    package = tmp_path / "jaxeval"
+    (package / "io").mkdir(parents=True)
+    files = {
+        "__init__.py": "", "errors.py": "", "inputs.py": "from jaxeval import errors\n",
+        "io/__init__.py": "", "io/text.py": "import jaxeval.errors\n",
+        "models.py": "import jaxeval.inputs\nimport jaxeval.io.text\n",
+        "engine.py": "def f():\n    import jaxeval.api\n",  # a lazy import still climbs
+        "api.py": "import jaxeval.engine\n", "judges.py": "import jaxeval.serve\n", "serve.py": "import jaxeval.judges\n",
+    }
+    for rel, text in files.items():
+        (package / rel).write_text(text)
+    graph, edges = import_graph(package)
+    floors = (("errors", "io"), ("models",), ("engine",), ("api", "judges", "serve"))
+    unplaced, up = floor_violations(edges, floors)
+    assert unplaced == ["__init__"]  # a package with no floor is named
+    assert up == ["jaxeval.engine (floor 2) imports jaxeval.api (line 2, floor 3)"]  # inputs and io/ are the ground floor
+    assert cycles(package_graph(graph)) == [["api", "engine"], ["judges", "serve"]]  # loops within a floor too

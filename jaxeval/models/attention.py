@@ -39,6 +39,7 @@ from jaxeval.models.kv_policy import dense_kv
 
 def _scores(q, k, scale, softcap):
     """q [B,T,KV,G,hd], k [B,S,KV,hd] -> float32 [B,KV,G,T,S]."""
+    # GQA: the G query heads of group kv all score against KV head kv; no K copy per query head
     s = jnp.einsum("btkgd,bskd->bkgts", q, k, preferred_element_type=jnp.float32) * scale
     if softcap:
         s = jnp.tanh(s / softcap) * softcap
@@ -46,6 +47,8 @@ def _scores(q, k, scale, softcap):
 
 
 def _group(q, num_kv):
+    """q [B,T,H,hd] -> [B,T,KV,G,hd], G = H / KV: query head h = kv * G + g shares KV head kv
+    (transformers' repeat_kv order)."""
     b, t, h, d = q.shape
     return q.reshape(b, t, num_kv, h // num_kv, d)
 
@@ -70,6 +73,7 @@ def _head_rows(sink_logits, num_kv):
 def xla_attention(q, k, v, q_start, window, scale, softcap=None, sinks=None, sink_logits=None):
     b, t, h, d = q.shape
     p = attention_probs(q, k, q_start, window, scale, softcap, sinks, sink_logits)
+    # probs [B,KV,G,T,S] x v [B,S,KV,hd] -> [B,T,KV,G,hd]; the reshape undoes _group (h = kv * G + g)
     out = jnp.einsum("bkgts,bskd->btkgd", p.astype(v.dtype), v, preferred_element_type=jnp.float32)
     return out.reshape(b, t, h, d).astype(q.dtype)
 

@@ -93,7 +93,7 @@ def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: 
 
     def local(q, k, v, cache_k, cache_v, start, window, sinks):
         extra = {} if no_sinks else {"sink_logits": sinks}  # this shard's query heads' sinks
-        if cp > 1:  # the whole chunk's K/V, back in natural order
+        if cp > 1:  # the whole chunk's K/V, back in natural order: [B, T/cp, KV, hd] -> [B, T, KV, hd]
             k, v = gather(k, True)[:, inverse], gather(v, True)[:, inverse]
         if no_cache:
             keys, values = k, v
@@ -107,6 +107,8 @@ def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: 
             values = jax.lax.dynamic_slice_in_dim(values, j, 1, axis=2)
         if cp == 1:
             return attend(q, keys, values, start, window, scale, softcap, **extra), k, v
+        # this shard's q [B, 2 * stripe, H, hd] is stripes i and 2 * cp - 1 - i (one early, one late in
+        # the chunk): each half attends from its own first position, so the causal work is even per shard
         i = jax.lax.axis_index("context")
         half = q.shape[1] // 2
         stripe = t // (2 * cp)

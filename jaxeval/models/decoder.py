@@ -192,34 +192,36 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
     Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd] in natural token order (under an
     int8 / fp8 KV cache, their QuantKV codes and scales: what the cache stores).
     """
-    q, k, v = attention_inputs(lp, c, x, positions, rope)
-    latent = c.mla is not None  # the values are the keys; the value cache is empty (see attention_inputs)
-    policy = getattr(c, "kv_cache", None)  # jaxeval.models.kv_policy; None: the exact cache
-    k, v = stored_kv(policy, k), stored_kv(policy, v)  # an int8 / fp8 cache: the chunk's codes, before it attends
-    attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
-    if mesh is not None:  # (KV-cache policies are refused on a mesh at load)
-        q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
-        if latent:
-            attn, k, _ = mesh_attention(attend, q, k, k, None if cache is None else (cache[0], cache[0]), start,
-                                        window, c.attention_scale, c.attn_logit_softcap, mesh, cache_sharded)
+    with jax.named_scope("attention"):  # profiles name each block's parts (jax.profiler, XLA dumps)
+        q, k, v = attention_inputs(lp, c, x, positions, rope)
+        latent = c.mla is not None  # the values are the keys; the value cache is empty (see attention_inputs)
+        policy = getattr(c, "kv_cache", None)  # jaxeval.models.kv_policy; None: the exact cache
+        k, v = stored_kv(policy, k), stored_kv(policy, v)  # an int8 / fp8 cache: the chunk's codes, before it attends
+        attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
+        if mesh is not None:  # (KV-cache policies are refused on a mesh at load)
+            q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
+            if latent:
+                attn, k, _ = mesh_attention(attend, q, k, k, None if cache is None else (cache[0], cache[0]), start,
+                                            window, c.attention_scale, c.attn_logit_softcap, mesh, cache_sharded)
+            else:
+                attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale,
+                                            c.attn_logit_softcap, mesh, cache_sharded, sink_logits(lp, c))
         else:
-            attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale,
-                                        c.attn_logit_softcap, mesh, cache_sharded, sink_logits(lp, c))
-    else:
-        if cache is None:
-            keys, values, q_start = k, v, 0
-        else:
-            keys, values = write_kv(cache[0], k, start), write_kv(cache[1], v, start)
-            q_start = start
-        if latent:
-            values = keys
-        window, sinks = attention_window(policy, window)
-        learned = {"sink_logits": sink_logits(lp, c)} if c.attention_sinks else {}  # the keyword only where used
-        attn = attend(q, dense_kv(keys, q.dtype), dense_kv(values, q.dtype), q_start, window, c.attention_scale,
-                      c.attn_logit_softcap, **sinks, **learned)
-    if c.attention_output_gate:
-        attn = attn * output_gate(lp, c, x).astype(attn.dtype)
-    x = layer_output(lp, c, x, attn, mesh)
+            if cache is None:
+                keys, values, q_start = k, v, 0
+            else:
+                keys, values = write_kv(cache[0], k, start), write_kv(cache[1], v, start)
+                q_start = start
+            if latent:
+                values = keys
+            window, sinks = attention_window(policy, window)
+            learned = {"sink_logits": sink_logits(lp, c)} if c.attention_sinks else {}  # the keyword only where used
+            attn = attend(q, dense_kv(keys, q.dtype), dense_kv(values, q.dtype), q_start, window, c.attention_scale,
+                          c.attn_logit_softcap, **sinks, **learned)
+        if c.attention_output_gate:
+            attn = attn * output_gate(lp, c, x).astype(attn.dtype)
+    with jax.named_scope("output_and_mlp"):
+        x = layer_output(lp, c, x, attn, mesh)
     return constrain(x, mesh, "batch", "sequence", "hidden"), (k, v)
 
 

@@ -214,7 +214,7 @@ def routed_experts(p, spec: MoESpec, x, weights, experts, impl="auto", block=Non
     flat = experts.reshape(-1)  # [M = T*k]
     order = jnp.argsort(flat, stable=True)  # sorted row r is pair order[r] = (token order[r] // k, slot)
     group_sizes = jnp.zeros(E, jnp.int32).at[flat].add(1, mode="drop")  # foreign ids (>= E) dropped
-    xs = x[order // k]  # [M, D]
+    xs = x[order // k]  # [M, D]: each (token, slot) pair's token row, grouped by expert (group_sizes [E] rows each)
     if impl == "auto":
         impl = "blocked" if jax.default_backend() == "cpu" else "ragged"
     if impl == "ragged":
@@ -224,6 +224,7 @@ def routed_experts(p, spec: MoESpec, x, weights, experts, impl="auto", block=Non
     else:
         raise ValueError(f"routed_experts: impl must be 'auto', 'ragged' or 'blocked', not {impl!r}")
     y = jnp.zeros_like(ys).at[order].set(ys).reshape(T, k, D)  # back to (token, slot) order
+    # [T, k, D] x router weights [T, k] -> [T, D]: each token's k expert outputs, weighted and summed
     return jnp.einsum("tkd,tk->td", y.astype(jnp.float32), weights).astype(x.dtype)
 
 
@@ -248,17 +249,18 @@ def sparse_moe(p, spec: MoESpec, x, impl="auto", block=None, routed=None):
     (jaxeval.models.moe_parallel.expert_parallel_routed on a mesh with an `expert` axis); None: here,
     with XLA partitioning them from the weights' shardings on a mesh."""
     shape = x.shape
-    if routed is not None:
-        y = routed(p, spec, x, impl, block).reshape(-1, shape[-1])
-        x = x.reshape(-1, shape[-1])
-    else:
-        x = x.reshape(-1, shape[-1])
-        y = local_routed(p, spec, x, impl, block)
-    if spec.family in _GATED_SHARED:
-        y = y + jax.nn.sigmoid(x @ p["shared_router"][:, None]) * _shared_mlp(p, spec, x)
-    elif spec.family == "deepseek_v3":
-        y = y + _shared_mlp(p, spec, x)
-    return y.reshape(shape)
+    with jax.named_scope("sparse_moe"):  # the block's name in profiles
+        if routed is not None:
+            y = routed(p, spec, x, impl, block).reshape(-1, shape[-1])
+            x = x.reshape(-1, shape[-1])
+        else:
+            x = x.reshape(-1, shape[-1])
+            y = local_routed(p, spec, x, impl, block)
+        if spec.family in _GATED_SHARED:
+            y = y + jax.nn.sigmoid(x @ p["shared_router"][:, None]) * _shared_mlp(p, spec, x)
+        elif spec.family == "deepseek_v3":
+            y = y + _shared_mlp(p, spec, x)
+        return y.reshape(shape)
 
 
 def moe_flops(num_tokens: int, spec: MoESpec, hidden: int, inter: int, shared_inter: int = 0,

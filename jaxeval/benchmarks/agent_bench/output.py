@@ -25,9 +25,6 @@ from jaxeval.benchmarks.agent_bench.vocabulary import auto_mode_note
 from jaxeval.errors import ConfigError, DataError
 from jaxeval.results.resumable import map_journaled
 
-IMPLEMENTED_SETS = CONFIGS
-
-
 # configs read one text per item: config -> (score one item, metrics of one split)
 SINGLE_READ_CONFIGS = {"facts": (score_facts_items, facts_metrics),
                        "tool_calls": (score_tool_calls_items, tool_calls_metrics)}
@@ -117,11 +114,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     the results are those of one read at a time (float32 noise apart).
     """
     sets, lengths = tuple(sets), tuple(lengths)
-    for name in sets:
-        if name in CONFIGS and name not in IMPLEMENTED_SETS:
-            raise DataError(f"set '{name}' is not supported by jaxeval yet; available: "
-                            f"{', '.join(IMPLEMENTED_SETS)}")
-    _check_choice("set", sets, IMPLEMENTED_SETS)
+    _check_choice("set", sets, CONFIGS)
     _check_choice("length", lengths, SPLITS)
     if mode not in MODES:
         raise ConfigError(f"unknown mode '{mode}'; available: {', '.join(MODES)}")
