@@ -78,7 +78,7 @@ def _load(args):
 
 def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:
     """The task list, with --model_args applied to the model flags."""
-    from jaxeval.results.runconfig import apply_model_args
+    from jaxeval.run.config import apply_model_args
 
     apply_model_args(args, parser)
     return [task.strip() for task in args.tasks.split(",") if task.strip()]
@@ -147,7 +147,7 @@ def cmd_convert(args) -> int:
 
 def cmd_report(args) -> int:
     from jaxeval.benchmarks.registry import run_tasks
-    from jaxeval.results.report import cmd_report as report
+    from jaxeval.report.build import cmd_report as report
 
     return report(args, run_tasks())
 
@@ -214,7 +214,7 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     from jaxeval.judges.options import add_judge_arguments
 
     add_judge_arguments(p)  # any benchmark's judges
-    from jaxeval.results.report import add_reference_arguments
+    from jaxeval.report.build import add_reference_arguments
 
     add_reference_arguments(p, run=True)  # --reference ORIGINAL: the paired comparison beside the results
     from jaxeval.plan.options import add_plan_arguments
@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
     conv.set_defaults(func=cmd_convert)
 
-    from jaxeval.results.report import add_report_arguments
+    from jaxeval.report.build import add_report_arguments
     report = sub.add_parser("report", help="headline tables and an HTML page of plots from results files")
     add_report_arguments(report)
     report.set_defaults(func=cmd_report)
@@ -281,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     """Make the --config YAML's values the defaults of `run` / `validate`, so flags given on the
     command line win over the file and the file over the built-in defaults."""
-    from jaxeval.results.runconfig import load_yaml_config
+    from jaxeval.run.config import load_yaml_config
 
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("command", nargs="?")

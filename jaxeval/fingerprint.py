@@ -4,7 +4,7 @@ model_identity(folder, dtype) -> {"config", "weights", "dtype", "tokenizer", "ch
 a short hash; model_fingerprint() folds them into one (Model.fingerprint). Two folders with the
 same name but other weights, a checkpoint overwritten by more training, a chat template added to
 a folder: each gives another identity, so another run name, and a journal of one is never
-resumed by the other (jaxeval.results.journal names the part that differs).
+resumed by the other (jaxeval.run.journal names the part that differs).
 
 The weights are hashed cheaply but by content: every weight file's name and size, the whole of
 files up to WHOLE_FILE_BYTES, and for larger ones their first MiB (the safetensors header with

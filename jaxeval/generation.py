@@ -80,7 +80,7 @@ class GenerationOptions:
 @dataclasses.dataclass(frozen=True)
 class GenKwargs:
     """`--gen_kwargs` (lm-eval's names): settings that replace a benchmark's own in every generation
-    of its run (jaxeval.results.runconfig.parse_gen_kwargs reads them). None: the benchmark's."""
+    of its run (jaxeval.run.config.parse_gen_kwargs reads them). None: the benchmark's."""
 
     temperature: float | None = None
     top_p: float | None = None

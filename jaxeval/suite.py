@@ -27,7 +27,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     from jaxeval.inputs import check_output_file, check_output_folder
     from jaxeval.judges.options import check_judge_arguments
     from jaxeval.plan.options import check_plan_arguments
-    from jaxeval.results.runconfig import output_folder
+    from jaxeval.run.config import output_folder
 
     available = run_tasks()
     unknown = [t for t in names if t not in available]
@@ -48,7 +48,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
     check_judge_arguments(args)
-    from jaxeval.results.runconfig import parse_gen_kwargs
+    from jaxeval.run.config import parse_gen_kwargs
 
     parse_gen_kwargs(getattr(args, "gen_kwargs", None))  # an unknown key or bad value: one line, before loading
     from jaxeval.models.kv_policy import policy_of_flags
@@ -63,7 +63,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         check_output_file(args.out, create=create_output)
     check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
                         create=create_output)
-    from jaxeval.results.run_reference import check_reference
+    from jaxeval.report.run_reference import check_reference
 
     check_reference(args, names, run_tasks())  # --reference: readable and comparable, before anything loads
 
@@ -85,8 +85,8 @@ def split_between_hosts(setting: str, model) -> bool:
 
 def open_journal(args, model, tasks: list[str], hash_: str, name: str, shard: tuple[int, int]):
     from jaxeval.fingerprint import identity_parts
-    from jaxeval.results.journal import Journal
-    from jaxeval.results.runconfig import journal_path
+    from jaxeval.run.journal import Journal
+    from jaxeval.run.config import journal_path
 
     # one journal file per process: nothing ever appends to a shared file
     identity = {"model": identity_parts(model), "config_hash": hash_, "tasks": tasks, "process": list(shard)}
@@ -103,8 +103,8 @@ def open_journal(args, model, tasks: list[str], hash_: str, name: str, shard: tu
 def _continue_old_journal(args, model, tasks: list[str], hash_: str, path: str, identity: dict,
                           shard: tuple[int, int]) -> None:
     """A journal this run left under the previous run-name layout continues under the new name."""
-    from jaxeval.results.legacy_journal import continue_old_journal, old_config_hash
-    from jaxeval.results.runconfig import journal_path, run_name
+    from jaxeval.run.legacy_journal import continue_old_journal, old_config_hash
+    from jaxeval.run.config import journal_path, run_name
 
     old_hash = old_config_hash(args, tasks)
     if old_hash is None or old_hash == hash_:
@@ -121,8 +121,8 @@ def _lock_run(args, stem: str, shard: tuple[int, int]):
     its own journal)."""
     from pathlib import Path
 
-    from jaxeval.results.lock import RunLock, remove_temp_files
-    from jaxeval.results.runconfig import output_folder, shard_suffix
+    from jaxeval.run.lock import RunLock, remove_temp_files
+    from jaxeval.run.config import output_folder, shard_suffix
 
     folder, suffix = output_folder(args), shard_suffix(shard)
     lock = RunLock(folder, stem + suffix).acquire()
@@ -139,8 +139,8 @@ def _lock_run(args, stem: str, shard: tuple[int, int]):
 
 def run_suite(args, tasks: list[str], load_model) -> int:
     from jaxeval.engine.distributed import initialize_distributed
-    from jaxeval.results.multihost import process_shard
-    from jaxeval.results.runconfig import config_hash, not_hashed_keys, recorded_config, run_name
+    from jaxeval.run.multihost import process_shard
+    from jaxeval.run.config import config_hash, not_hashed_keys, recorded_config, run_name
 
     check_run(args, tasks)
     t0 = time.perf_counter()
@@ -231,10 +231,10 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
                plan: dict | None = None) -> int:
     from jaxeval.engine.distributed import is_writer
     from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
-    from jaxeval.results.schema import add_task, empty_results, finish_results
+    from jaxeval.run.schema import add_task, empty_results, finish_results
 
     from jaxeval.generation import note_overriding, overriding
-    from jaxeval.results.runconfig import parse_gen_kwargs
+    from jaxeval.run.config import parse_gen_kwargs
 
     results, samples, task_seconds = empty_results(), {}, {}
     gen_kwargs = parse_gen_kwargs(getattr(args, "gen_kwargs", None))
@@ -258,8 +258,8 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
         results["plan"] = _with_measured(plan, results)
     if is_writer():
         write_outputs(args, name, results, samples)
-        from jaxeval.results.run_reference import report_against_reference
-        from jaxeval.results.runconfig import results_path
+        from jaxeval.report.run_reference import report_against_reference
+        from jaxeval.run.config import results_path
 
         report_against_reference(args, name, results_path(args, name), run_tasks())
     failure = judge_failure(results["details"], args.judge_max_failures)
@@ -272,8 +272,8 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
 def write_outputs(args, name: str, results: dict, samples: dict) -> None:
     """The results JSON and (--log_samples) one samples JSONL per task, each written atomically."""
     from jaxeval.results.files import write_json_atomic
-    from jaxeval.results.runconfig import output_folder, results_path
-    from jaxeval.results.schema import dumps_samples
+    from jaxeval.run.config import output_folder, results_path
+    from jaxeval.run.schema import dumps_samples
     from jaxeval.results.storage import join, write_text_atomic
 
     print(f"wrote {write_json_atomic(results_path(args, name), results)}")

@@ -11,7 +11,7 @@ def run_context(args, task: str, model=None, journal=None):
     """What a task's runner gets besides its own settings (jaxeval.benchmarks.base.RunContext)."""
     from jaxeval.benchmarks.base import JudgeCalls, RunContext
     from jaxeval.judges.options import DEFAULTS
-    from jaxeval.results.runconfig import output_folder
+    from jaxeval.run.config import output_folder
 
     judge = JudgeCalls(*(getattr(args, name, DEFAULTS[name]) for name in ("judge_timeout", "judge_retries",
                                                                            "judge_max_failures")))

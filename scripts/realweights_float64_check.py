@@ -29,7 +29,7 @@ results are kept in <cache>/float64_check/ (a rerun skips finished stages; --fre
 float64 stage saves a partial result every 4096 positions, which --f64-partial reports from); the
 figures (per 4k window: max and median |d log p| of each float32 implementation against float64,
 and of one against the other) are printed as a Markdown table and written to
-<cache>/float64_check/<tag>-<rope>.json. The figures in the README's "Real weights":
+<cache>/float64_check/<tag>-<rope>.json. The figures in docs/models.md's "Real weights":
 
     python scripts/realweights_float64_check.py --model gemma3-270m --tokens 3584 --stride 32 --positions 3462,3518
     python scripts/realweights_float64_check.py --model smollm2-135m --tokens 24576

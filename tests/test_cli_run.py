@@ -3,7 +3,7 @@
 import json
 
 from jaxeval.cli import RUN_CONFIGS, main
-from jaxeval.results.schema import strip_volatile
+from jaxeval.run.schema import strip_volatile
 
 
 def test_ls_lists_tasks_configs_and_lengths(capsys):

@@ -8,7 +8,7 @@ import json
 import re
 
 from jaxeval.cli import RUN_CONFIGS, build_parser, main
-from jaxeval.results.runconfig import load_yaml_config
+from jaxeval.run.config import load_yaml_config
 
 EXAMPLE = RUN_CONFIGS / "example.yaml"
 

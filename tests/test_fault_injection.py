@@ -211,7 +211,7 @@ def _run_to_the_end(folder: Path) -> dict:
     (results,) = _out(folder, "*.json")
     data = json.loads(results.read_text())
     data.pop("git_hash")  # a commit may land in a shared checkout between two runs
-    from jaxeval.results.schema import strip_volatile
+    from jaxeval.run.schema import strip_volatile
 
     return strip_volatile(data)
 
@@ -277,7 +277,7 @@ def test_sigterm_in_the_first_second_of_compute_exits_143_and_resumes_identicall
     monkeypatch.setattr(synthetic_job, "SECONDS_PER_SAMPLE", 0.0)
     synthetic_job.install(monkeypatch.setattr)
     assert main(["run", "--model", "synthetic-model", "--tasks", "synthetic", *synthetic[2:]]) == 0
-    from jaxeval.results.schema import VOLATILE_FIELDS
+    from jaxeval.run.schema import VOLATILE_FIELDS
 
     volatile = (*VOLATILE_FIELDS, "git_hash")  # date, timing, plan (its measured side): they differ by design
     killed, reference = (json.loads(_out(tmp_path / name, "*.json")[0].read_text()) for name in ("killed", "reference"))

@@ -17,7 +17,7 @@ from jaxeval.benchmarks.base import Benchmark
 from jaxeval.cli import main
 from jaxeval.errors import ConfigError
 from jaxeval.generation import GenerationOptions, GenKwargs, generate, overriding
-from jaxeval.results.runconfig import config_hash, parse_gen_kwargs
+from jaxeval.run.config import config_hash, parse_gen_kwargs
 
 
 def test_lm_eval_syntax_json_and_yaml_read_the_same():

@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="no measurement: the analytic read time of --lengths on each named accelerator (v5e, v5p, "
                         "v6e, h100, h200) at --mfu of its bf16 peak, and whether weights + KV fit one chip")
     p.add_argument("--mfu", type=float, default=None, help="--estimate: share of the peak a read reaches (default 0.4)")
-    p.add_argument("--out", default="bench.json", help="the JSON written (jaxeval bench --help: docs in README)")
+    p.add_argument("--out", default="bench.json", help="the JSON written (jaxeval bench --help; docs/performance.md)")
 
 
 def parse_lengths(text: str) -> list[int]:

@@ -12,7 +12,7 @@ A benchmark package defines one subclass and one instance:
 
 A runner gets a RunContext (model, journal, the shared run settings) and its own Settings, never
 the command line. Journal: ctx.journal is None or has get(key) -> dict | None and put(key, record)
-(jaxeval/results/journal.py); jaxeval.results.resumable.map_journaled is the loop that resumes,
+(jaxeval/run/journal.py); jaxeval.run.resumable.map_journaled is the loop that resumes,
 shares work between hosts and shows progress. A `sample_log` list in the result (dicts with a
 "key") goes to the --log_samples JSONL, not the results file. The run's config hash covers the
 shared settings and the hashed Settings of the benchmarks whose tasks run, nothing else.
@@ -166,20 +166,20 @@ class Benchmark:
 
     # -- after the run -------------------------------------------------------------------------
     def report_view(self, task: str) -> Callable | None:
-        """A function [(run label, section)] -> jaxeval.results.report_data.BenchmarkView for
+        """A function [(run label, section)] -> jaxeval.report.data.BenchmarkView for
         `jaxeval report`, or None (the report's generic view, from the summary)."""
         return None
 
     def sample_scores(self, task: str, section: dict | None, samples: list[dict] | None) -> list | None:
         """Per-sample headline scores for `jaxeval report --reference` (paired deltas): a list of
-        jaxeval.results.paired.SampleScore read from the task's details `section` or, where it
+        jaxeval.report.paired.SampleScore read from the task's details `section` or, where it
         holds none, from `samples` (the run's --log_samples rows of the task; None when it wrote
         none). None: this benchmark's results hold no per-sample score."""
         return None
 
     def reference_tables(self, task: str, reference: tuple, modified: tuple) -> list:
         """Comparisons of its own between a modified run and its reference (agent_bench: the rules'
-        follow and retained), as jaxeval.results.report_data Tables; reference and modified are
+        follow and retained), as jaxeval.report.data Tables; reference and modified are
         (details section, --log_samples rows or None). [] when it makes none."""
         return []
 

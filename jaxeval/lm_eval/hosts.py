@@ -3,7 +3,7 @@
 lm-eval runs on process 0 only and sees one process (rank 0, world size 1), so its task
 building, filters, metrics and output files are those of a one-process run. Every engine call
 process 0 makes (loading the model, a batch of reads, a batch of generations) is first
-broadcast through JAX's coordination service (jaxeval.results.multihost.exchange), then run on
+broadcast through JAX's coordination service (jaxeval.run.multihost.exchange), then run on
 every process:
 
 - a mesh spanning processes: every process runs the whole call (each computation needs all of
@@ -41,7 +41,7 @@ def spans_processes(mesh) -> bool:
 
 def broadcast(call: dict | None, timeout_s: int = 3600) -> dict:
     """Process 0's call on every process (the others pass None)."""
-    from jaxeval.results.multihost import exchange
+    from jaxeval.run.multihost import exchange
 
     return exchange(call or {}, timeout_s=timeout_s)[0]
 
@@ -113,7 +113,7 @@ class EngineCalls:
                                        seed=arguments["seed"], batch_size=arguments["batch_size"]) if share else []
         if not self.split:
             return mine
-        from jaxeval.results.multihost import exchange
+        from jaxeval.run.multihost import exchange
 
         encode = _encode_read if op == "read" else _encode_generation
         gathered = exchange({"results": [encode(r) for r in mine]})

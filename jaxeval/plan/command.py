@@ -55,7 +55,7 @@ def count_tasks(args, tasks: list[str], model) -> dict:
     from jaxeval.tasks import each_task, run_context
 
     from jaxeval.generation import overriding
-    from jaxeval.results.runconfig import parse_gen_kwargs
+    from jaxeval.run.config import parse_gen_kwargs
 
     counted, gen_kwargs = {}, parse_gen_kwargs(getattr(args, "gen_kwargs", None))
     for task, benchmark, settings in each_task(args, tasks):

@@ -17,8 +17,8 @@ from jaxeval.benchmarks.base import Benchmark, RunContext
 from jaxeval.benchmarks.settings import setting
 from jaxeval.cli import main
 from jaxeval.errors import ConfigError
-from jaxeval.results.report_data import BenchmarkView, Table
-from jaxeval.results.resumable import map_journaled
+from jaxeval.report.data import BenchmarkView, Table
+from jaxeval.run.resumable import map_journaled
 
 COMPUTED: list[int] = []  # item indices computed (not resumed), over the test
 

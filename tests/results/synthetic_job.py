@@ -19,7 +19,7 @@ LOAD_SECONDS = float(os.environ.get("SYNTHETIC_LOAD_SECONDS", 0))  # a slow mode
 
 
 def run_task(ctx, settings):
-    from jaxeval.results.resumable import map_journaled
+    from jaxeval.run.resumable import map_journaled
 
     def compute(batch):
         time.sleep(SECONDS_PER_SAMPLE * len(batch))
@@ -85,7 +85,7 @@ def main(argv):
 
     initialize_distributed()  # multi-host tests: JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, JAXEVAL_PROCESS_ID
     if "SYNTHETIC_CHUNK_BYTES" in os.environ:  # gather records in many small pieces
-        from jaxeval.results import multihost
+        from jaxeval.run import multihost
 
         multihost.CHUNK_BYTES = int(os.environ["SYNTHETIC_CHUNK_BYTES"])
     install()

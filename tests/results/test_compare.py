@@ -14,9 +14,9 @@ import pytest
 from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.cli import main
 from jaxeval.errors import DataError
-from jaxeval.results.compare import compare_runs
-from jaxeval.results.paired import SampleScore, pair, paired_bootstrap
-from jaxeval.results.report import load_report_runs
+from jaxeval.report.compare import compare_runs
+from jaxeval.report.paired import SampleScore, pair, paired_bootstrap
+from jaxeval.report.build import load_report_runs
 from report_fixtures import longbench_section
 
 

@@ -10,7 +10,7 @@ import pytest
 import synthetic_job
 
 from jaxeval.cli import main
-from jaxeval.results.paired import SampleScore
+from jaxeval.report.paired import SampleScore
 from test_compare import parse_tables
 
 

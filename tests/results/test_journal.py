@@ -8,8 +8,8 @@ import fsspec
 import pytest
 
 from jaxeval.errors import DataError
-from jaxeval.results.journal import Journal, JournalMismatchError, journaled
-from jaxeval.results.resumable import map_journaled
+from jaxeval.run.journal import Journal, JournalMismatchError, journaled
+from jaxeval.run.resumable import map_journaled
 
 IDENTITY = {"model_fingerprint": "abc", "config_hash": "123", "tasks": ["t"], "process": [0, 1]}
 

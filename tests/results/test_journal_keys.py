@@ -12,7 +12,7 @@ from jaxeval.benchmarks.helmet.benchmark import BENCHMARK as HELMET
 from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.benchmarks.settings import setting
 from jaxeval.cli import _resolve_run, build_parser, main
-from jaxeval.results.runconfig import config_hash, not_hashed_keys, recorded_config
+from jaxeval.run.config import config_hash, not_hashed_keys, recorded_config
 
 
 def run_hash(*flags: str) -> str:

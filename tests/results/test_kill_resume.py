@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxeval.results.schema import strip_volatile
+from jaxeval.run.schema import strip_volatile
 
 FLAGS = ["--output_path", "out", "--log_samples"]
 SYNTHETIC = [sys.executable, str(Path(__file__).parent / "synthetic_job.py"), "--batch_size", "3", *FLAGS]

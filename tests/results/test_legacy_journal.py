@@ -8,7 +8,7 @@ import json
 import synthetic_job
 
 from jaxeval.cli import _resolve_run, build_parser, main
-from jaxeval.results.legacy_journal import old_config_hash
+from jaxeval.run.legacy_journal import old_config_hash
 
 
 def old_hash(*flags: str) -> str:

@@ -3,7 +3,7 @@
 import math
 
 from jaxeval.benchmarks.longbench.benchmark import BENCHMARK
-from jaxeval.results.lm_eval_view import lm_eval_view, stderr
+from jaxeval.run.lm_eval_view import lm_eval_view, stderr
 
 
 def test_stderr_is_the_standard_error_of_the_mean():

@@ -10,7 +10,7 @@ import synthetic_job
 
 from jaxeval.cli import main
 from jaxeval.errors import ConfigError
-from jaxeval.results.runconfig import parse_model_args
+from jaxeval.run.config import parse_model_args
 
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
 MODEL_ARGS = 'rope_scaling={"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768},' \

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxeval.results.schema import strip_volatile
+from jaxeval.run.schema import strip_volatile
 
 JOB = Path(__file__).parent / "synthetic_job.py"
 FLAGS = ["--output_path", "out", "--batch_size", "1"]  # batch 1: a sample's value is independent of its company

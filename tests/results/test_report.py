@@ -11,8 +11,8 @@ from PIL import Image
 from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.cli import main
 from jaxeval.errors import DataError
-from jaxeval.results.report import build_views
-from jaxeval.results.report_data import length_breakdowns, load_runs, sort_lengths
+from jaxeval.report.build import build_views
+from jaxeval.report.data import length_breakdowns, load_runs, sort_lengths
 from report_fixtures import agent_bench_section, longbench_section, two_runs, write_run
 
 FIGURES = ("agent_bench_length", "agent_bench_distance", "agent_bench_heatmap", "longbench_datasets",
@@ -197,9 +197,9 @@ def test_a_summary_of_another_shape_is_listed_not_fatal(tmp_path):
 
 
 def test_reads_what_the_schema_module_writes(tmp_path):
-    """A version-1 file assembled by jaxeval.results.schema from agent_bench's own summarize()."""
+    """A version-1 file assembled by jaxeval.run.schema from agent_bench's own summarize()."""
     from jaxeval.benchmarks.agent_bench.benchmark import BENCHMARK
-    from jaxeval.results.schema import add_task, empty_results
+    from jaxeval.run.schema import add_task, empty_results
 
     results = empty_results()
     section = agent_bench_section("model_b")

@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 from jaxeval.benchmarks.registry import run_tasks
-from jaxeval.results.report import build_report
+from jaxeval.report.build import build_report
 from report_fixtures import two_runs
 
 BROWSER = next((found for name in ("chromium", "chromium-browser", "google-chrome", "chrome")

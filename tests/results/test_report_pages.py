@@ -8,9 +8,9 @@ import re
 
 from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.cli import main
-from jaxeval.results.report import build_views
-from jaxeval.results.report_data import Panel, effective_length, load_runs, merge_model_runs
-from jaxeval.results.report_plots import value_range
+from jaxeval.report.build import build_views
+from jaxeval.report.data import Panel, effective_length, load_runs, merge_model_runs
+from jaxeval.report.plots import value_range
 from report_fixtures import agent_bench_section, helmet_section, write_v1
 from test_compare import parse_tables
 

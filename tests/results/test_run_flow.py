@@ -10,7 +10,7 @@ import pytest
 import synthetic_job
 
 from jaxeval.cli import main
-from jaxeval.results.schema import SCHEMA_VERSION, VOLATILE_FIELDS, strip_volatile
+from jaxeval.run.schema import SCHEMA_VERSION, VOLATILE_FIELDS, strip_volatile
 
 
 @pytest.fixture

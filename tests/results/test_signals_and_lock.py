@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from jaxeval import interrupt
-from jaxeval.results.lock import RunLock, RunLockedError
+from jaxeval.run.lock import RunLock, RunLockedError
 
 SYNTHETIC = [sys.executable, str(Path(__file__).parent / "synthetic_job.py"), "--batch_size", "4",
              "--output_path", "out"]
@@ -123,7 +123,7 @@ def synthetic(monkeypatch, tmp_path):
 
 HOLD_LOCK = """
 import sys, time
-from jaxeval.results.lock import RunLock
+from jaxeval.run.lock import RunLock
 RunLock(sys.argv[1], sys.argv[2]).acquire()
 print("locked", flush=True)
 time.sleep(120)

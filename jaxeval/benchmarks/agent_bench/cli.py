@@ -29,7 +29,7 @@ def cmd_agent_bench(args: argparse.Namespace, load_model, benchmark) -> int:
     from jaxeval.engine.distributed import is_writer
     from jaxeval.inputs import check_output_file
     from jaxeval.results.files import write_json_atomic
-    from jaxeval.results.metadata import run_metadata
+    from jaxeval.run.metadata import run_metadata
 
     for path in filter(None, (args.out, args.save_scores)):
         check_output_file(path)  # before the model loads: a path that cannot be written is one line

@@ -19,7 +19,7 @@ from jaxeval.benchmarks.agent_bench.align import (
 from jaxeval.benchmarks.agent_bench.data import FactsItem
 from jaxeval.benchmarks.agent_bench.distance import by_distance
 from jaxeval.errors import ConfigError, InputTooLongError
-from jaxeval.results.lm_eval_view import stderr
+from jaxeval.run.lm_eval_view import stderr
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,7 +23,7 @@ from jaxeval.benchmarks.agent_bench.tool_calls import (
 )
 from jaxeval.benchmarks.agent_bench.vocabulary import auto_mode_note
 from jaxeval.errors import ConfigError, DataError
-from jaxeval.results.resumable import map_journaled
+from jaxeval.run.resumable import map_journaled
 
 # configs read one text per item: config -> (score one item, metrics of one split)
 SINGLE_READ_CONFIGS = {"facts": (score_facts_items, facts_metrics),
@@ -108,7 +108,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     are present and consistent; else text) or "text". save_scores: a .json.gz file to
     store every rules target's two scores in (the reference of a later run);
     reference_scores: such a file, read back as the reference of the rules configs.
-    journal: get(key)/put(key, record) store of finished items (jaxeval/results/journal.py).
+    journal: get(key)/put(key, record) store of finished items (jaxeval/run/journal.py).
     log_prompts: each --log_samples row also holds the text read.
     batch_size: texts read together (one length bucket per step) where the backend has read_batch;
     the results are those of one read at a time (float32 noise apart).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from jaxeval.results.report_data import BenchmarkView, Figure, Panel, fmt, number, row_table, sort_lengths
+from jaxeval.report.data import BenchmarkView, Figure, Panel, fmt, number, row_table, sort_lengths
 
 Pairs = Sequence[tuple[str, Any]]
 

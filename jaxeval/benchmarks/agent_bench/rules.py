@@ -22,7 +22,7 @@ import numpy as np
 
 from jaxeval.benchmarks.agent_bench.data import RulesItem
 from jaxeval.benchmarks.agent_bench.schema import RULE_FAMILIES, RULE_PLACEMENTS
-from jaxeval.results.lm_eval_view import stderr
+from jaxeval.run.lm_eval_view import stderr
 
 COUNTED_EFFECT = 1.0  # nats: a target counts when the reference's |effect| reaches this
 FOLLOW_RATIO = 0.5

@@ -15,7 +15,7 @@ from jaxeval.benchmarks.base import prompt_fields
 from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.reference import load_reference, save_scores as write_scores
 from jaxeval.benchmarks.agent_bench.rules import TextTokens, item_reads, read_targets, rules_metrics
-from jaxeval.results.resumable import map_journaled
+from jaxeval.run.resumable import map_journaled
 
 SELF_REFERENCE_NOTE = "no reference scores given: the model is its own reference (follow = retained = 1.00)"
 

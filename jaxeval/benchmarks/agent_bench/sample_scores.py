@@ -15,7 +15,7 @@ rules samples (their log-probs without and with the rule). A modified run made w
 from __future__ import annotations
 
 from jaxeval.benchmarks.agent_bench.distance import distance_bucket
-from jaxeval.results.report_data import Table, fmt
+from jaxeval.report.data import Table, fmt
 
 
 def _scored(aligned, correct) -> float | None:
@@ -23,7 +23,7 @@ def _scored(aligned, correct) -> float | None:
 
 
 def agent_bench_sample_scores(task: str, section: dict | None, samples: list[dict] | None) -> list | None:
-    from jaxeval.results.paired import SampleScore
+    from jaxeval.report.paired import SampleScore
 
     if not samples:
         return None

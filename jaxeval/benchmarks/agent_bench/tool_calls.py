@@ -20,7 +20,7 @@ from jaxeval.benchmarks.agent_bench.distance import by_distance
 from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.schema import TOOL_KINDS
 from jaxeval.errors import ConfigError
-from jaxeval.results.lm_eval_view import stderr
+from jaxeval.run.lm_eval_view import stderr
 
 
 @dataclasses.dataclass(frozen=True)

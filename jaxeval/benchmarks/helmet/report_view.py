@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from jaxeval.benchmarks.helmet.scoring import OVERALL_ORDER
 from jaxeval.benchmarks.helmet.tasks import category, dataset_key
-from jaxeval.results.report_data import BenchmarkView, Figure, Panel, fmt, number, row_table, sort_lengths
+from jaxeval.report.data import BenchmarkView, Figure, Panel, fmt, number, row_table, sort_lengths
 
 Pairs = Sequence[tuple[str, Any]]
 SCALE = (0.0, 100.0)  # HELMET's averages are x100

@@ -40,7 +40,7 @@ HELMET_SETTINGS = GenerationSettings()
 def generate_records(model, prepared: Sequence[PreparedSample], unit: EvalUnit, settings: GenerationSettings,
                      journal=None, batch_size: int = 8) -> list[dict]:
     """One record per sample: saved fields, output (prefixed in completion mode), lengths."""
-    from jaxeval.results.resumable import map_journaled
+    from jaxeval.run.resumable import map_journaled
 
     options = GenerationOptions(settings.generation_max_length or unit.generation_max_length,
                                 temperature=settings.temperature, top_p=settings.top_p, seed=settings.seed)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from jaxeval.benchmarks.helmet.depth import depth_label
 from jaxeval.benchmarks.helmet.scoring import HEADLINE
 from jaxeval.benchmarks.helmet.tasks import dataset_key
-from jaxeval.results.report_data import number
+from jaxeval.report.data import number
 
 
 def headline_measure(dataset: str) -> str | None:
@@ -23,7 +23,7 @@ def headline_measure(dataset: str) -> str | None:
 
 
 def helmet_sample_scores(task: str, section: dict | None, samples: list[dict] | None) -> list | None:
-    from jaxeval.results.paired import SampleScore, per_sample_rows
+    from jaxeval.report.paired import SampleScore, per_sample_rows
 
     rows = per_sample_rows((section or {}).get("outputs"), samples, "unit", keyed=True)
     if rows is None:

@@ -34,7 +34,7 @@ def _stderrs(averages: dict, records: list[dict] | None) -> dict:
     """<metric>_stderr for each averaged metric whose per-item values the records hold (their mean,
     in the average's scale, is the average: otherwise the records hold another quantity and no
     stderr is given); lengths and counts get none."""
-    from jaxeval.results.lm_eval_view import stderr
+    from jaxeval.run.lm_eval_view import stderr
 
     out = {}
     for name, average in averages.items():

@@ -28,7 +28,7 @@ class LongBenchSettings:
 def _stderrs(result: dict, dataset: str, e: bool) -> dict:
     """score_stderr (LongBench-E: score_<bucket>_stderr) from the per-sample scores, in percent."""
     from jaxeval.benchmarks.longbench.scoring import bucket_sample_scores
-    from jaxeval.results.lm_eval_view import stderr
+    from jaxeval.run.lm_eval_view import stderr
 
     per_sample = result.get("sample_scores", {}).get(dataset)
     if per_sample is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from jaxeval.results.report_data import (
+from jaxeval.report.data import (
     MISSING, BenchmarkView, Figure, Panel, Table, fmt, number, row_table, sort_lengths,
 )
 

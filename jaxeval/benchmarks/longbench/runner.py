@@ -26,7 +26,7 @@ from jaxeval.benchmarks.longbench.truncation import prompt_budget
 from jaxeval.errors import ConfigError
 from jaxeval.generation import GenerationOptions, bucket_order, decoded, generate
 from jaxeval.progress import progress
-from jaxeval.results.resumable import map_journaled
+from jaxeval.run.resumable import map_journaled
 
 
 def resolve_max_length(max_length: int | None, backend) -> tuple[int, str]:
@@ -65,7 +65,7 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
     embedded sample). datasets: v1 names (default: all). limit: the first N records per
     dataset, or that fraction (0 < limit < 1, rounded up). max_length: prompt token budget (default: the backend's window minus 500).
     chat_format: see prompts.py. predictions_dir: also write the official pred.py files there.
-    journal: get/put store of finished generations (jaxeval/results/journal.py), per sample.
+    journal: get/put store of finished generations (jaxeval/run/journal.py), per sample.
     log_prompts: each output also holds its prompt's text (`prompt`; the caller moves it to the
     samples file).
     Returns jaxeval's results (results.py) plus `prompting` and per-record `outputs`.

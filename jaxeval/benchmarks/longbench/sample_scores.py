@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from jaxeval.benchmarks.longbench.report_view import _bin
 from jaxeval.benchmarks.longbench.scoring import length_bucket
-from jaxeval.results.report_data import number
+from jaxeval.report.data import number
 
 
 def _key(output: dict) -> str | None:
@@ -30,7 +30,7 @@ def _length(output: dict, e: bool) -> str | None:
 
 
 def longbench_sample_scores(task: str, section: dict | None, samples: list[dict] | None) -> list | None:
-    from jaxeval.results.paired import SampleScore, per_sample_rows
+    from jaxeval.report.paired import SampleScore, per_sample_rows
 
     e = task == "longbench_e"
     rows = per_sample_rows((section or {}).get("outputs"), samples, "dataset")

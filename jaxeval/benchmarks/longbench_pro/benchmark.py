@@ -54,7 +54,7 @@ def _score_stderr(result: dict) -> float | None:
     """The standard error of `score` (the mean over questions of each question's mean over its
     runs), from the scored rows; None without them or below two questions."""
     from jaxeval.benchmarks.longbench_pro.summary import question_means
-    from jaxeval.results.lm_eval_view import stderr
+    from jaxeval.run.lm_eval_view import stderr
 
     rows = result.get("samples")
     if not rows:

@@ -101,7 +101,7 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
                       semsim: SemSimSettings = SemSimSettings(), options: ScoringOptions = DEFAULT_OPTIONS,
                       journal=None, log_prompts: bool = False) -> dict:
     """Generate and score LongBench Pro; returns summary, extra, samples, prompting, deviations."""
-    from jaxeval.results.resumable import map_journaled
+    from jaxeval.run.resumable import map_journaled
 
     tokenizer = require_tokenizer(backend, "LongBench Pro")
     if not isinstance(runs, int) or runs < 1:

@@ -8,11 +8,11 @@ details' `samples` (every run keeps them) or the --log_samples rows.
 
 from __future__ import annotations
 
-from jaxeval.results.report_data import number
+from jaxeval.report.data import number
 
 
 def longbench_pro_sample_scores(task: str, section: dict | None, samples: list[dict] | None) -> list | None:
-    from jaxeval.results.paired import SampleScore
+    from jaxeval.report.paired import SampleScore
 
     rows = (section or {}).get("samples")
     if not isinstance(rows, list) or not rows:

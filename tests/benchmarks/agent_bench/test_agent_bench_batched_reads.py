@@ -17,7 +17,7 @@ from jaxeval.engine.prefix_reuse import read_many
 from jaxeval.engine.read import read
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import Decoder
-from jaxeval.results.journal import Journal
+from jaxeval.run.journal import Journal
 
 
 class TinyBatchingModel:

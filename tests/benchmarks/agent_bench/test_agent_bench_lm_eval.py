@@ -10,7 +10,7 @@ from agent_bench_helpers import HashedContextBackend, OracleBackend, RightOnSome
 from jaxeval.benchmarks.agent_bench import SHIPPED_DATA, load_split, run_agent_bench
 from jaxeval.benchmarks.agent_bench.rules import _cell
 from jaxeval.benchmarks.registry import run_tasks
-from jaxeval.results.lm_eval_view import lm_eval_view
+from jaxeval.run.lm_eval_view import lm_eval_view
 
 
 def test_fraction_of_each_split_and_original_counts(tokenizer):

@@ -14,7 +14,7 @@ from jaxeval.benchmarks.helmet.tasks import helmet_units
 from jaxeval.benchmarks.registry import run_tasks, scorers
 from jaxeval.cli import main
 from jaxeval.errors import ConfigError
-from jaxeval.results.schema import add_task, empty_results
+from jaxeval.run.schema import add_task, empty_results
 
 
 def test_registered():

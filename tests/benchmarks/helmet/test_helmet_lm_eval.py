@@ -24,7 +24,7 @@ def test_stderrs_next_to_the_averages_from_the_per_item_values(tokenizer):
 
     import pytest
 
-    from jaxeval.results.lm_eval_view import lm_eval_view
+    from jaxeval.run.lm_eval_view import lm_eval_view
 
     units = [u for u in helmet_units(("recall",), ["8k"]) if u.dataset == "json_kv"]
     result = run_helmet(FakeModel(tokenizer, " 7a46d350-d1c2-b04d-4076-3b8732fa718f"), units, SAMPLE,

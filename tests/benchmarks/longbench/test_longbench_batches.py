@@ -9,7 +9,7 @@ import pytest
 
 from jaxeval.benchmarks.longbench import run_longbench
 from jaxeval.benchmarks.longbench.tasks import SHIPPED_SAMPLE
-from jaxeval.results.journal import Journal
+from jaxeval.run.journal import Journal
 from longbench_helpers import Generation
 
 

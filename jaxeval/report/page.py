@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.results.report_data import BenchmarkView, Run, Table, fmt
+from jaxeval.report.data import BenchmarkView, Run, Table, fmt
 
 STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1500px; }

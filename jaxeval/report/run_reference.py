@@ -10,7 +10,7 @@ is printed).
 
 from __future__ import annotations
 
-from jaxeval.results.report_data import Run, load_runs
+from jaxeval.report.data import Run, load_runs
 
 FOLDER_SUFFIX = ".vs-reference"
 
@@ -18,9 +18,9 @@ FOLDER_SUFFIX = ".vs-reference"
 def check_reference(args, tasks: list[str], benchmarks) -> None:
     """DataError / ConfigError before any work when the reference cannot be compared with this run.
     benchmarks: task -> its Benchmark (jaxeval.benchmarks.registry.run_tasks())."""
-    from jaxeval.results.compare import check_comparable
-    from jaxeval.results.report import check_reference_arguments
-    from jaxeval.results.runconfig import recorded_config
+    from jaxeval.report.compare import check_comparable
+    from jaxeval.report.build import check_reference_arguments
+    from jaxeval.run.config import recorded_config
 
     if not getattr(args, "reference", None):
         return
@@ -32,8 +32,8 @@ def check_reference(args, tasks: list[str], benchmarks) -> None:
 
 def report_against_reference(args, name: str, results_path: str, benchmarks) -> str | None:
     """Write the comparison page beside the results; its path, or None (printed why)."""
-    from jaxeval.results.report import build_report
-    from jaxeval.results.runconfig import output_folder
+    from jaxeval.report.build import build_report
+    from jaxeval.run.config import output_folder
     from jaxeval.results.storage import is_url, join
 
     if not getattr(args, "reference", None):

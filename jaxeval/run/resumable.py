@@ -8,8 +8,8 @@ from typing import Callable, Sequence
 from jaxeval.errors import DataError
 from jaxeval.interrupt import checkpoint
 from jaxeval.progress import progress
-from jaxeval.results.journal import journaled
-from jaxeval.results.multihost import exchange
+from jaxeval.run.journal import journaled
+from jaxeval.run.multihost import exchange
 
 
 def _batches(indices: list[int], size: int):

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jaxeval.errors import DataError
-from jaxeval.results.paired import LEVEL, RESAMPLES, SEED, Delta, Pairing, grouped_deltas, pair, paired_bootstrap
-from jaxeval.results.report_data import Run, Table
+from jaxeval.report.paired import LEVEL, RESAMPLES, SEED, Delta, Pairing, grouped_deltas, pair, paired_bootstrap
+from jaxeval.report.data import Run, Table
 
 VOLATILE_CONFIG = ("output_path", "out", "log_samples", "config", "batch_size", "tasks", "limit")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from jaxeval.results.report_data import (
+from jaxeval.report.data import (
     BenchmarkView, Figure, Panel, Run, fmt, length_breakdowns, length_key, number, row_table, sort_lengths,
 )
 

@@ -5,9 +5,9 @@ length with its interval as a band."""
 
 from __future__ import annotations
 
-from jaxeval.results.compare import Comparison, TaskComparison
-from jaxeval.results.paired import Delta, method_text
-from jaxeval.results.report_data import BenchmarkView, Figure, Panel, Table, fmt, sort_lengths
+from jaxeval.report.compare import Comparison, TaskComparison
+from jaxeval.report.paired import Delta, method_text
+from jaxeval.report.data import BenchmarkView, Figure, Panel, Table, fmt, sort_lengths
 
 LISTED_KEYS = 10  # keys of unpaired samples shown per side (all are counted)
 DELTA = "delta (modified - reference)"

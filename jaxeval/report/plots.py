@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.results.report_data import Figure, Panel
+from jaxeval.report.data import Figure, Panel
 
 COLUMNS = 3  # panels per row
 PANEL_SIZE = (4.6, 3.2)  # inches

@@ -6,8 +6,8 @@ import datetime
 import hashlib
 import json
 
-from jaxeval.results.lm_eval_view import lm_eval_view
-from jaxeval.results.metadata import device_info, git_sha, model_info, package_versions
+from jaxeval.run.lm_eval_view import lm_eval_view
+from jaxeval.run.metadata import device_info, git_sha, model_info, package_versions
 
 SCHEMA_VERSION = 1
 VOLATILE_FIELDS = ("date", "timing", "plan")  # differ between a resumed and an uninterrupted run

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from jaxeval.errors import DataError
-from jaxeval.results.report_data import (
+from jaxeval.report.data import (
     EFFECTIVE_DEFINITION, EFFECTIVE_FRACTION, MISSING, BenchmarkView, Run, Table, effective_length, load_runs,
     merge_model_runs, model_label,
 )
-from jaxeval.results.report_views import describe_section, generic_view
+from jaxeval.report.views import describe_section, generic_view
 
 PAGE = "index.html"
 
@@ -85,8 +85,8 @@ def _comparison_views(runs: list[Run], reference: Run | None, options: dict,
     """With a reference: its comparison with every other run, first on the page."""
     if reference is None:
         return []
-    from jaxeval.results.compare import compare_runs
-    from jaxeval.results.compare_view import comparison_views
+    from jaxeval.report.compare import compare_runs
+    from jaxeval.report.compare_view import comparison_views
 
     return [view for run in runs if run is not reference
             for view in comparison_views(compare_runs(reference, run, benchmarks, **options))]
@@ -114,8 +114,8 @@ def build_report(paths: Sequence[str | Path], out_dir: str | Path, benchmarks: M
     """Read the results files, print their tables with `echo`, write out_dir/index.html (+ PNGs).
     reference: a results file the others are compared with, sample by sample (compare.py).
     benchmarks: task -> its Benchmark (jaxeval.benchmarks.registry.run_tasks())."""
-    from jaxeval.results.report_html import write_page
-    from jaxeval.results.report_plots import render_figure
+    from jaxeval.report.page import write_page
+    from jaxeval.report.plots import render_figure
 
     runs, reference_run = load_report_runs(paths, reference)
     options = {name: value for name, value in (("resamples", resamples), ("seed", seed), ("level", level))
@@ -161,7 +161,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_reference_arguments(parser: argparse.ArgumentParser, run: bool = False) -> None:
     """--reference and the bootstrap's settings (`jaxeval report`, and `jaxeval run` with run=True)."""
-    from jaxeval.results.paired import LEVEL, RESAMPLES, SEED
+    from jaxeval.report.paired import LEVEL, RESAMPLES, SEED
 
     parser.add_argument("--reference", default=None, metavar="RESULTS",
                         help="the original's results file: " + ("after the run, compare this run with it sample by "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from jaxeval.results.journal import JOURNAL_VERSION, _dumps as journal_line
+from jaxeval.run.journal import JOURNAL_VERSION, _dumps as journal_line
 from jaxeval.results.storage import open_fs, write_text_atomic
 
 # the flags the old layout hashed, under their old names
@@ -35,7 +35,7 @@ OLD_BENCHMARK_FLAGS = (
 
 def old_config_hash(args, tasks: list[str]) -> str | None:
     """The config hash the old layout gave these settings; None when one of its flags is gone."""
-    from jaxeval.results.runconfig import parse_model_args
+    from jaxeval.run.config import parse_model_args
 
     values = dict(vars(args), tasks=list(tasks), model_args=parse_model_args(getattr(args, "model_args", None)))
     names = {**{name: name for name in OLD_SHARED + OLD_BENCHMARK_FLAGS}, **OLD_AGENT_BENCH}
