@@ -35,6 +35,21 @@ def has_chat_template(tokenizer) -> bool:
     return tokenizer is not None and bool(getattr(tokenizer, "chat_template", None))
 
 
+def resolve_chat_format(chat_format: str, tokenizer, formats: Sequence[str] = ("auto", "model", "none")) -> str:
+    """The concrete chat format for this tokenizer: "auto" is "model" (its chat template) where it
+    has one, else "none" (the raw prompt); "model" without a template and a name not in `formats`
+    (a benchmark's own wrappers added to the three) are errors."""
+    if chat_format not in formats:
+        raise ConfigError(f"unknown chat_format '{chat_format}'; available: {', '.join(formats)}")
+    has_template = has_chat_template(tokenizer)
+    if chat_format == "auto":
+        return "model" if has_template else "none"
+    if chat_format == "model" and not has_template:
+        raise ConfigError("chat_format 'model': the tokenizer has no chat template; "
+                          "use chat_format 'none' for a base model")
+    return chat_format
+
+
 def chat_text(tokenizer, messages: list[dict], **template_args) -> str:
     """The messages rendered by the tokenizer's chat template, with the assistant turn opened.
     template_args go to the template (enable_thinking=...)."""

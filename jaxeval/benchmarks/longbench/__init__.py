@@ -13,7 +13,7 @@ from jaxeval.benchmarks.longbench.metrics import METRICS, ROUGE_RECURSION_MODELS
 from jaxeval.benchmarks.longbench.predictions import (
     prediction_files, read_prediction_file, write_prediction_file,
 )
-from jaxeval.benchmarks.longbench.prompts import CHAT_FORMATS, apply_chat_format, build_prompt, resolve_chat_format
+from jaxeval.benchmarks.longbench.prompts import CHAT_FORMATS, apply_chat_format, build_prompt
 from jaxeval.benchmarks.longbench.requests import GenerationRequest, build_request
 from jaxeval.benchmarks.longbench.rescore import rescore_predictions
 from jaxeval.benchmarks.longbench.results import format_scores_table, score_datasets, write_result_json
@@ -34,7 +34,7 @@ __all__ = [
     "apply_chat_format", "build_prompt", "build_request", "category_scores",
     "download_data_zip", "e_scores", "first_line", "format_scores_table",
     "generate_predictions", "length_bucket", "load_config", "prediction_files", "prompt_budget",
-    "read_prediction_file", "rescore_predictions", "resolve_chat_format", "run_longbench",
+    "read_prediction_file", "rescore_predictions", "run_longbench",
     "score_datasets", "score_sample", "truncate_middle", "v1_score", "validate_record",
     "write_prediction_file", "write_result_json",
 ]

@@ -24,7 +24,7 @@ import dataclasses
 from jaxeval.benchmarks.longbench.data import LongBenchRecord
 from jaxeval.benchmarks.longbench.tasks import LongBenchTask
 from jaxeval.errors import ConfigError
-from jaxeval.generation import chat_text, has_chat_template, user_turn
+from jaxeval.generation import chat_text, user_turn
 
 CHAT_FORMATS = ("auto", "model", "none", "llama2", "internlm")
 _WRAPPERS = {"llama2": ("[INST]", "[/INST]"), "internlm": ("<|User|>:", "<eoh>\n<|Bot|>:")}
@@ -42,19 +42,6 @@ def build_prompt(task: LongBenchTask, record: LongBenchRecord) -> str:
     return task.prompt_template.format(context=record.context, input=record.input)
 
 
-def resolve_chat_format(chat_format: str, tokenizer) -> str:
-    """The concrete format for this tokenizer ("auto" decided; others checked)."""
-    if chat_format not in CHAT_FORMATS:
-        raise ConfigError(f"unknown chat_format '{chat_format}'; available: {', '.join(CHAT_FORMATS)}")
-    has_template = has_chat_template(tokenizer)
-    if chat_format == "auto":
-        return "model" if has_template else "none"
-    if chat_format == "model" and not has_template:
-        raise ConfigError("chat_format 'model': the tokenizer has no chat template; "
-                          "use chat_format 'none' for a base model")
-    return chat_format
-
-
 def apply_chat_format(prompt: str, task: LongBenchTask, tokenizer, chat_format: str) -> ChatPrompt:
     """Wrap an (already truncated) prompt; chat_format must be resolved (not "auto")."""
     if task.skip_chat_template or chat_format == "none":
@@ -64,4 +51,4 @@ def apply_chat_format(prompt: str, task: LongBenchTask, tokenizer, chat_format: 
     if chat_format in _WRAPPERS:
         before, after = _WRAPPERS[chat_format]
         return ChatPrompt(before + prompt + after, add_special_tokens=True, chat_format=chat_format)
-    raise ConfigError(f"chat_format '{chat_format}' must be resolved first (resolve_chat_format)")
+    raise ConfigError(f"chat_format '{chat_format}' must be resolved first (generation.resolve_chat_format)")

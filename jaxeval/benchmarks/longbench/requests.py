@@ -45,7 +45,7 @@ def newline_stop_ids(tokenizer) -> tuple[int, ...]:
 
 def build_request(record: LongBenchRecord, tokenizer, max_length: int, chat_format: str,
                   benchmark: str) -> GenerationRequest:
-    """One record's request; chat_format must be resolved (prompts.resolve_chat_format)."""
+    """One record's request; chat_format must be resolved (jaxeval.generation.resolve_chat_format)."""
     dataset = dataset_of_config(record.config)
     task = TASKS[dataset]
     truncated = truncate_middle(build_prompt(task, record), tokenizer, max_length)

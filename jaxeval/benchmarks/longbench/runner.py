@@ -15,7 +15,7 @@ from jaxeval.benchmarks.base import check_limit, limited, prompt_fields, prompt_
 from jaxeval.benchmarks.longbench.data import LongBenchRecord, load_config
 from jaxeval.benchmarks.longbench.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench.predictions import write_prediction_file
-from jaxeval.benchmarks.longbench.prompts import resolve_chat_format
+from jaxeval.benchmarks.longbench.prompts import CHAT_FORMATS
 from jaxeval.benchmarks.longbench.requests import GenerationRequest, build_request
 from jaxeval.benchmarks.longbench.results import benchmark_name, score_datasets
 from jaxeval.benchmarks.longbench.scoring import PredictionRow
@@ -24,7 +24,7 @@ from jaxeval.benchmarks.longbench.tasks import (
 )
 from jaxeval.benchmarks.longbench.truncation import prompt_budget
 from jaxeval.errors import ConfigError
-from jaxeval.generation import GenerationOptions, bucket_order, decoded, generate
+from jaxeval.generation import GenerationOptions, bucket_order, decoded, generate, resolve_chat_format
 from jaxeval.progress import progress
 from jaxeval.run.resumable import map_journaled
 
@@ -73,7 +73,7 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
     check_limit(limit, "limit")
     chosen = check_datasets(datasets if datasets is not None else (E_DATASETS if e else DATASETS), e)
     budget, budget_source = resolve_max_length(max_length, backend)
-    resolved_format = resolve_chat_format(chat_format, tokenizer)
+    resolved_format = resolve_chat_format(chat_format, tokenizer, CHAT_FORMATS)
     benchmark = benchmark_name(e)
 
     # every dataset is loaded and checked before the first generation: bad or empty data stops the run early

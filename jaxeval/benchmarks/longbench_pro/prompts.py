@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxeval.benchmarks.longbench.prompts import resolve_chat_format
 from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord
 from jaxeval.benchmarks.longbench_pro.tasks import MODEL_TYPES, MODES
 from jaxeval.errors import ConfigError, InputTooLongError
-from jaxeval.generation import chat_prompt_ids, cut_middle, encode, user_turn
+from jaxeval.generation import chat_prompt_ids, cut_middle, encode, resolve_chat_format, user_turn
 
 CHAT_FORMATS = ("auto", "model", "none")
 JOIN = "\n\n\n\n"

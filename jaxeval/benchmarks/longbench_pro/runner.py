@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Sequence
 
 from jaxeval.benchmarks.base import check_limit, limit_count, prompt_fields, prompt_text
-from jaxeval.benchmarks.longbench.prompts import resolve_chat_format
 from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord, load_records
 from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench_pro.prompts import (
@@ -24,7 +23,7 @@ from jaxeval.benchmarks.longbench_pro.scoring import score_row, summarize_rows
 from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
 from jaxeval.benchmarks.longbench_pro.tasks import RUNS_PER_SAMPLE, SHIPPED_SAMPLE, max_new_tokens_for
 from jaxeval.errors import ConfigError
-from jaxeval.generation import GenerationOptions, decoded, generate, require_tokenizer
+from jaxeval.generation import GenerationOptions, decoded, generate, require_tokenizer, resolve_chat_format
 
 OFFICIAL_TRUNCATION_TOKENIZER = "Qwen/Qwen2.5-7B-Instruct"  # any Qwen2.5 tokenizer.json is the same
 

@@ -9,10 +9,11 @@ import pytest
 
 from jaxeval.benchmarks.longbench import rescore_predictions, run_longbench
 from jaxeval.benchmarks.longbench.data import load_config
-from jaxeval.benchmarks.longbench.prompts import apply_chat_format, build_prompt, resolve_chat_format
+from jaxeval.benchmarks.longbench.prompts import CHAT_FORMATS, apply_chat_format, build_prompt
 from jaxeval.benchmarks.longbench.requests import build_request
 from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, SHIPPED_SAMPLE, TASKS, config_name
 from jaxeval.errors import ConfigError
+from jaxeval.generation import resolve_chat_format
 from longbench_helpers import EchoBackend, GoldBackend
 
 
@@ -82,7 +83,10 @@ def test_run_argument_checks(tokenizer):
 
 def test_chat_formats(tokenizer, bos_tokenizer):
     task = TASKS["qasper"]
-    assert resolve_chat_format("auto", tokenizer) == "model"
+    assert resolve_chat_format("auto", tokenizer, CHAT_FORMATS) == "model"
+    assert resolve_chat_format("llama2", bos_tokenizer, CHAT_FORMATS) == "llama2"  # LongBench's own wrappers
+    with pytest.raises(ConfigError, match="unknown chat_format 'llama2'; available: auto, model, none"):
+        resolve_chat_format("llama2", bos_tokenizer)  # LongBench Pro's formats: the three
     assert resolve_chat_format("auto", bos_tokenizer) == "none"
     with pytest.raises(ConfigError, match="no chat template"):
         resolve_chat_format("model", bos_tokenizer)
