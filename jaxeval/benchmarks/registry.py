@@ -16,6 +16,7 @@ BENCHMARK_MODULES = (
     "jaxeval.benchmarks.longbench_pro.benchmark",
     "jaxeval.benchmarks.helmet.benchmark",
     "jaxeval.benchmarks.mrcr.benchmark",
+    "jaxeval.benchmarks.longbench_v2.benchmark",
 )
 
 
