@@ -1,0 +1,79 @@
+"""`jaxeval curve --text FILE [--length N] [--buckets B] [--reference MODEL] [--out DIR]`:
+writes DIR/curve.json (per bucket and overall) and DIR/curve.png (matplotlib Agg)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from jaxeval.errors import ConfigError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--text", required=True, help="a UTF-8 text file, or a JSON file with a 'text' field (RULER's "
+                                                 "haystack layout)")
+    p.add_argument("--length", type=int, default=None, help="tokens to read (default: as many as the model reads)")
+    p.add_argument("--buckets", type=int, default=16, help="position buckets of equal width")
+    p.add_argument("--reference", default=None, help="a second model (same vocabulary): KL(reference || model) and "
+                                                     "top-1 agreement per bucket; it loads with the same flags")
+    p.add_argument("--out", default="curve", help="folder for curve.json and curve.png")
+
+
+def cmd_curve(args, load) -> int:
+    from jaxeval.curve.positions import bucket_stats, overall, read_positions
+    from jaxeval.curve.text import text_ids
+    from jaxeval.generation import require_tokenizer
+    from jaxeval.inputs import check_output_folder
+
+    if args.buckets < 1:
+        raise ConfigError(f"--buckets must be a positive integer, got {args.buckets}")
+    check_output_folder(args.out, "--out")
+    model = load(args)
+    ids = text_ids(args.text, require_tokenizer(model, "jaxeval curve"), args.length, model.max_length)
+    reference = None
+    if args.reference:
+        reference = load(argparse.Namespace(**{**vars(args), "model": args.reference}))
+    values = read_positions(model, ids, reference)
+    width = -(-len(ids) // args.buckets)
+    result = {"model": str(args.model), "reference": args.reference, "text": str(args.text), "tokens": len(ids),
+              "bucket_width": width, "kl": "KL(reference || model), nats, full vocabulary, float32" if reference else None,
+              "overall": overall(values), "buckets": bucket_stats(values, width)}
+    out = Path(args.out)
+    (out / "curve.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    plot(result, out / "curve.png")
+    print(format_summary(result))
+    print(f"wrote {out / 'curve.json'} and {out / 'curve.png'}")
+    return 0
+
+
+def plot(result: dict, path: Path) -> Path:
+    from jaxeval.results.report_data import Figure, Panel
+    from jaxeval.results.report_plots import render_figure
+
+    name = Path(result["model"]).name or result["model"]
+    x = tuple(str(b["start"]) for b in result["buckets"])
+
+    def series(field):
+        return {name: {str(b["start"]): b[field] for b in result["buckets"]}}
+
+    panels = [Panel("mean log-probability", "bucket start (token position)", "nats", x, series("mean_logprob")),
+              Panel("top-1 rate", "bucket start (token position)", "fraction", x, series("top1_rate"), y_range=(0, 1))]
+    if result["reference"]:
+        panels += [Panel("KL(reference || model)", "bucket start (token position)", "nats", x, series("mean_kl")),
+                   Panel("top-1 agreement with the reference", "bucket start (token position)", "fraction", x,
+                         series("top1_agreement"), y_range=(0, 1))]
+    title = f"{name}: {result['tokens']} tokens of {Path(result['text']).name}"
+    return render_figure(Figure("curve", title, tuple(panels)), [name], path)
+
+
+def format_summary(result: dict) -> str:
+    o = result["overall"]
+    line = (f"curve: {result['tokens']} tokens, {len(result['buckets'])} buckets of {result['bucket_width']}: mean "
+            f"log-prob {o['mean_logprob']:.4f}, top-1 {o['top1_rate']:.4f}")
+    if "mean_kl" in o:
+        line += f", KL {o['mean_kl']:.6f}, agreement {o['top1_agreement']:.4f}"
+    rows = [f"  [{b['start']}, {b['end']}): log-prob {b['mean_logprob']:.4f}  top-1 {b['top1_rate']:.3f}"
+            + (f"  KL {b['mean_kl']:.6f}  agree {b['top1_agreement']:.3f}" if "mean_kl" in b else "")
+            for b in result["buckets"]]
+    return "\n".join([line, *rows])
