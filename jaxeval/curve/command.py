@@ -22,15 +22,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_curve(args, load) -> int:
     from jaxeval.curve.positions import bucket_stats, overall, read_positions
-    from jaxeval.curve.text import text_ids
+    from jaxeval.curve.text import check_length, read_source, text_ids
     from jaxeval.generation import require_tokenizer
     from jaxeval.inputs import check_output_folder
 
     if args.buckets < 1:
         raise ConfigError(f"--buckets must be a positive integer, got {args.buckets}")
+    check_length(args.length)
     check_output_folder(args.out, "--out")
+    text = read_source(args.text)  # a bad file fails before any model loads
     model = load(args)
-    ids = text_ids(args.text, require_tokenizer(model, "jaxeval curve"), args.length, model.max_length)
+    ids = text_ids(args.text, text, require_tokenizer(model, "jaxeval curve"), args.length, model.max_length)
     reference = None
     if args.reference:
         reference = load(argparse.Namespace(**{**vars(args), "model": args.reference}))

@@ -24,15 +24,19 @@ def read_source(path: str | Path) -> str:
     return text
 
 
-def text_ids(path: str | Path, tokenizer, length: int | None, max_length: int) -> list[int]:
-    """The first `length` token ids of the text (default: as many as the model reads, max_length),
-    encoded with the tokenizer's default special tokens (a BOS where it adds one)."""
+def check_length(length: int | None) -> None:
     if length is not None and length < 2:
         raise DataError(f"--length must be at least 2 tokens, got {length}")
+
+
+def text_ids(path: str | Path, text: str, tokenizer, length: int | None, max_length: int) -> list[int]:
+    """The first `length` token ids of the text read from path (default: as many as the model
+    reads, max_length), encoded with the tokenizer's default special tokens (a BOS where it adds one)."""
+    check_length(length)
     want = max_length if length is None else length
     if want > max_length:
         raise DataError(f"--length {want}: the model reads at most {max_length} tokens")
-    ids = encode(tokenizer, read_source(path), add_special_tokens=True)
+    ids = encode(tokenizer, text, add_special_tokens=True)
     if length is not None and len(ids) < length:
         raise DataError(f"{path}: {len(ids)} tokens, fewer than --length {length}")
     if len(ids) < 2:
