@@ -16,8 +16,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--length", type=int, default=None, help="tokens to read (default: as many as the model reads)")
     p.add_argument("--buckets", type=int, default=16, help="position buckets of equal width")
     p.add_argument("--reference", default=None, help="a second model (same vocabulary): KL(reference || model) and "
-                                                     "top-1 agreement per bucket; it loads with the same flags")
+                                                     "top-1 agreement per bucket; it loads with the model's flags and --reference_args")
+    p.add_argument("--reference_args", default="",
+                   help="model flags that differ for the reference, k=v,... (quantize=none,kv_cache=exact,dtype=float32)")
     p.add_argument("--out", default="curve", help="folder for curve.json and curve.png")
+
+
+REFERENCE_FLAGS = ("dtype", "attention", "prefill_chunk", "quantize", "quant_group", "dequantize", "kv_cache",
+                   "kv_sinks", "kv_window", "kv_budget", "kv_observe", "kv_kernel", "kv_pool")
+
+
+def reference_namespace(args) -> argparse.Namespace:
+    """The model flags for the reference: the model's, with --reference and --reference_args."""
+    changes = {"model": args.reference}
+    for part in filter(None, (p.strip() for p in args.reference_args.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or key not in REFERENCE_FLAGS:
+            raise ConfigError(f"--reference_args: {part!r} is not k=v with k one of {', '.join(REFERENCE_FLAGS)}")
+        current = getattr(args, key, None)
+        if isinstance(current, bool) or key == "dequantize":
+            changes[key] = value.lower() in ("true", "1", "yes")
+        elif isinstance(current, int) or key in ("prefill_chunk", "quant_group", "kv_sinks", "kv_window",
+                                                 "kv_budget", "kv_observe", "kv_kernel"):
+            try:
+                changes[key] = int(value)
+            except ValueError:
+                raise ConfigError(f"--reference_args: {key} needs an integer, got {value!r}") from None
+        else:
+            changes[key] = value
+    return argparse.Namespace(**{**vars(args), **changes})
 
 
 def cmd_curve(args, load) -> int:
@@ -26,6 +53,10 @@ def cmd_curve(args, load) -> int:
     from jaxeval.generation import require_tokenizer
     from jaxeval.inputs import check_output_folder
 
+    if args.reference_args and not args.reference:
+        raise ConfigError("--reference_args needs --reference")
+    if args.reference:
+        reference_namespace(args)  # a bad --reference_args fails before any model loads
     if args.buckets < 1:
         raise ConfigError(f"--buckets must be a positive integer, got {args.buckets}")
     check_length(args.length)
@@ -35,10 +66,10 @@ def cmd_curve(args, load) -> int:
     ids = text_ids(args.text, text, require_tokenizer(model, "jaxeval curve"), args.length, model.max_length)
     reference = None
     if args.reference:
-        reference = load(argparse.Namespace(**{**vars(args), "model": args.reference}))
+        reference = load(reference_namespace(args))
     values = read_positions(model, ids, reference)
     width = -(-len(ids) // args.buckets)
-    result = {"model": str(args.model), "reference": args.reference, "text": str(args.text), "tokens": len(ids),
+    result = {"model": str(args.model), "reference": args.reference, "reference_args": args.reference_args or None, "text": str(args.text), "tokens": len(ids),
               "bucket_width": width, "kl": "KL(reference || model), nats, full vocabulary, float32" if reference else None,
               "overall": overall(values), "buckets": bucket_stats(values, width)}
     out = Path(args.out)

@@ -68,3 +68,25 @@ def test_curve_against_itself_then_a_reference_run(tmp_path, capsys):
     assert result["overall"]["mean_kl"] == pytest.approx(0.0, abs=1e-6) and result["overall"]["top1_agreement"] == 1.0
     assert (out / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "KL 0.000000, agreement 1.0000" in capsys.readouterr().out
+
+
+def test_reference_args_override_the_model_flags_for_the_reference():
+    import argparse
+
+    from jaxeval.curve.command import reference_namespace
+    from jaxeval.errors import ConfigError
+
+    args = argparse.Namespace(model="m", reference="r", quantize="int8", kv_cache="int8", prefill_chunk=2048,
+                              reference_args="quantize=none, kv_cache=exact,prefill_chunk=512")
+    ref = reference_namespace(args)
+    assert (ref.model, ref.quantize, ref.kv_cache, ref.prefill_chunk) == ("r", "none", "exact", 512)
+    assert args.quantize == "int8"
+    with pytest.raises(ConfigError, match="not k=v"):
+        reference_namespace(argparse.Namespace(**{**vars(args), "reference_args": "model=x"}))
+
+
+def test_reference_args_without_a_reference_is_refused(tmp_path, capsys):
+    text = tmp_path / "t.txt"
+    text.write_text("some text")
+    assert main(["curve", "--text", str(text), "--reference_args", "quantize=none", "--out", str(tmp_path / "o")]) == 2
+    assert "--reference_args needs --reference" in capsys.readouterr().err
