@@ -90,3 +90,14 @@ def test_reference_args_without_a_reference_is_refused(tmp_path, capsys):
     text.write_text("some text")
     assert main(["curve", "--text", str(text), "--reference_args", "quantize=none", "--out", str(tmp_path / "o")]) == 2
     assert "--reference_args needs --reference" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_an_int8_copy_against_the_original_has_a_positive_kl(tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text(" ".join(f"The {i}th line of a long text about tapirs." for i in range(200)))
+    assert main(["curve", "--text", str(text), "--length", "256", "--buckets", "2", "--quantize", "int8",
+                 "--reference", "jaxeval/assets/tiny_llama", "--reference_args", "quantize=none",
+                 "--out", str(tmp_path / "q")]) == 0
+    overall = json.loads((tmp_path / "q" / "curve.json").read_text())["overall"]
+    assert overall["mean_kl"] > 0 and overall["top1_agreement"] <= 1.0

@@ -144,3 +144,18 @@ def test_run_both_tasks_on_the_embedded_model_then_rescore(tmp_path, capsys):
     assert main(["score", "--benchmark", "longbench_v2", "--predictions", str(samples),
                  "--output_path", str(tmp_path / "rescored")]) == 0
     assert "0 of 1 rows differ" in capsys.readouterr().out
+
+
+def test_registered_summarized_and_viewed(tokenizer, scripted):
+    from jaxeval.benchmarks.longbench_v2.benchmark import BENCHMARK, LongBenchV2Settings
+    from jaxeval.benchmarks.registry import report_views, run_tasks, scorers
+
+    assert run_tasks()["longbench_v2_loglik"] is BENCHMARK and scorers()["longbench_v2"] is BENCHMARK
+    assert BENCHMARK.validate("longbench_v2", LongBenchV2Settings())[0].startswith("longbench_v2: 8 items valid")
+    result = run_longbench_v2(scripted(tokenizer, 2048, knows), limit=4)
+    summary = BENCHMARK.summarize("longbench_v2", result)
+    assert summary["results"]["longbench_v2"]["score"] == 100.0 and summary["results"]["longbench_v2/long"]["score"] is None
+    view = report_views()["longbench_v2_loglik"]([("run", result)])
+    assert "not the official score" in view.tables[0].title
+    assert view.length_curve["run"] == {"short": 100.0, "medium": 100.0, "long": None}
+    assert any("cut in the middle" in what for _, what, _ in view.issues)

@@ -122,3 +122,27 @@ def test_run_on_the_embedded_model_then_rescore_its_samples(tmp_path, capsys):
     details = json.loads(next(out.glob("*mrcr*.json")).read_text())["details"]["mrcr"]
     rescored = json.loads((tmp_path / "rescored" / "mrcr_scores.json").read_text())
     assert rescored["summary"]["score"] == details["summary"]["score"]
+
+
+def test_registered_described_and_viewed(tokenizer, scripted):
+    from jaxeval.benchmarks.mrcr.benchmark import BENCHMARK, MrcrSettings
+    from jaxeval.benchmarks.registry import report_views, run_tasks, scorers
+
+    assert run_tasks()["mrcr"] is BENCHMARK and scorers()["mrcr"] is BENCHMARK
+    assert BENCHMARK.validate("mrcr", MrcrSettings(needles="2,8"))[0].startswith("mrcr: 6 rows valid")
+    result = run_mrcr(scripted(tokenizer, 3000, perfect), SHIPPED_SAMPLE)
+    summary = BENCHMARK.summarize("mrcr", result)
+    assert summary["results"]["mrcr/2needle"]["score_0-4k"] == 1.0
+    assert summary["n-samples"]["mrcr/8needle"]["skipped"] == result["summary"]["needles"]["8needle"]["skipped"]
+    view = report_views()["mrcr"]([("run", result)])
+    assert view.figures and view.length_curve["run"]["0-4k"] == 100.0
+    assert any("skipped" in what for _, what, _ in view.issues)
+
+
+def test_bad_needles_flag():
+    from jaxeval.benchmarks.mrcr.benchmark import parse_needles
+    from jaxeval.errors import ConfigError
+
+    assert parse_needles("8, 2") == (2, 8)
+    with pytest.raises(ConfigError, match="out of 2,4,8"):
+        parse_needles("3")
