@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,8 @@ class ScriptedBackend:
 
 
 class DictJournal:
+    """An in-memory journal: records JSON round-tripped, as the file journal returns them."""
+
     def __init__(self):
         self.records = {}
 
@@ -69,7 +72,7 @@ class DictJournal:
         return self.records.get(key)
 
     def put(self, key, record):
-        self.records[key] = record
+        self.records[key] = json.loads(json.dumps(record))
 
 
 @pytest.fixture
