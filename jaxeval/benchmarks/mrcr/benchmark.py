@@ -102,8 +102,8 @@ class Mrcr(Benchmark):
         rows = (section or {}).get("samples") or samples
         if not rows:
             return None
-        return [SampleScore(row["key"], f"{row['n_needles']}needle", row.get("bin"), row.get("score"))
-                for row in rows if not row.get("skipped")]
+        return [SampleScore(row["key"], f"{row['n_needles']}needle", row.get("bin"), 100.0 * row["score"])
+                for row in rows if not row.get("skipped") and row.get("score") is not None]  # x100, as the report
 
     def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--predictions", required=True,

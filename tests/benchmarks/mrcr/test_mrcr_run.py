@@ -146,3 +146,12 @@ def test_bad_needles_flag():
     assert parse_needles("8, 2") == (2, 8)
     with pytest.raises(ConfigError, match="out of 2,4,8"):
         parse_needles("3")
+
+
+def test_the_samples_of_a_run_with_skips_regrade_to_the_same_summary(tokenizer, scripted, tmp_path):
+    from jaxeval.benchmarks.mrcr.rescore import rescore_predictions
+
+    result = run_mrcr(scripted(tokenizer, 3000, lambda text: perfect(text)[:-5]), SHIPPED_SAMPLE)
+    samples = _write(tmp_path / "samples.jsonl", result["sample_log"])
+    rescored = rescore_predictions(samples)  # no tokenizer: the rows' own bin_tokens
+    assert rescored["summary"] == result["summary"] and 0 < result["summary"]["score"] < 1
