@@ -147,10 +147,17 @@ def run_longbench_v2(backend, data: str | Path = SHIPPED_SAMPLE, *, variant: str
 
 
 def letter_ids(tokenizer) -> list[int]:
-    ids = [encode(tokenizer, letter, add_special_tokens=False) for letter in LETTERS]
-    if any(len(i) != 1 for i in ids):
-        raise ConfigError("longbench_v2_loglik: the tokenizer does not encode each of A, B, C, D as one token")
-    return [i[0] for i in ids]
+    """The token of each letter as it follows the answer prefix: encode(prefix + letter) minus
+    encode(prefix) (a SentencePiece "A" alone would be "▁A", not the token after "(")."""
+    prefix = encode(tokenizer, LOGLIK_ANSWER_PREFIX, add_special_tokens=False)
+    found = []
+    for letter in LETTERS:
+        ids = encode(tokenizer, LOGLIK_ANSWER_PREFIX + letter, add_special_tokens=False)
+        if ids[:len(prefix)] != prefix or len(ids) != len(prefix) + 1:
+            raise ConfigError(f"longbench_v2_loglik: the tokenizer does not encode {letter!r} after "
+                              f"{LOGLIK_ANSWER_PREFIX!r} as one token of its own")
+        found.append(ids[-1])
+    return found
 
 
 def _loglik(backend, prompter: Prompter, item: dict) -> dict:
