@@ -63,3 +63,23 @@ def test_a_different_vocabulary_is_refused(model):
     other = {**model.read_args(), "config": dataclasses.replace(model.config, vocab_size=4000), "path": "other"}
     with pytest.raises(ConfigError, match="same vocabulary"):
         compare_reads(model.read_args(), other, IDS, POSITIONS)
+
+
+@pytest.mark.long
+def test_16k_positions_against_itself_and_a_perturbed_copy(model, perturbed):
+    ids = np.random.default_rng(5).integers(1, 4096, 16_400)
+    positions = np.arange(1, ids.size)
+    itself = model.compare(model, ids, positions)
+    read = model.read(ids, positions, ids[positions])
+    np.testing.assert_allclose(itself["logprob"], read.logprobs, atol=1e-4)
+    assert np.abs(itself["kl"]).max() < 1e-5 and itself["agree"].min() == 1.0
+    other = model.compare(perturbed, ids, positions)
+    assert other["kl"].min() > 0
+    # rows spread over the whole text: the KL of softmaxes of final-norm states times each LM head
+    rows = np.linspace(0, positions.size - 1, 48).astype(int)
+    states = model.final_states(ids, positions[rows] - 1)
+    ref_states = perturbed.final_states(ids, positions[rows] - 1)
+    logp = jax.nn.log_softmax(jnp.asarray(states) @ model._params["lm_head"], -1)
+    ref = jax.nn.log_softmax(jnp.asarray(ref_states) @ perturbed._params["lm_head"], -1)
+    kl = np.asarray(jnp.sum(jnp.exp(ref) * (ref - logp), -1))
+    np.testing.assert_allclose(other["kl"][rows], kl, rtol=1e-3, atol=1e-6)
