@@ -18,12 +18,18 @@ FIELDS = ("_id", "domain", "sub_domain", "difficulty", "length", "question", "ch
           "choice_D", "answer", "context")  # pred.py's data_all keeps these, in this order
 
 
-def check_item(item, where: str) -> dict:
+def require_strings(item, names, where: str) -> dict:
+    """The item if it is an object with a string in each of `names`; else a DataError naming it."""
     if not isinstance(item, dict):
         raise DataError(f"{where}: expected a JSON object, got {type(item).__name__}")
-    for name in FIELDS:
+    for name in names:
         if not isinstance(item.get(name), str):
             raise DataError(f"{where} (_id {item.get('_id')!r}): missing or non-string field {name!r}")
+    return item
+
+
+def check_item(item, where: str) -> dict:
+    require_strings(item, FIELDS, where)
     if item["answer"] not in ("A", "B", "C", "D"):
         raise DataError(f"{where} (_id {item['_id']!r}): answer must be one of A, B, C, D, got {item['answer']!r}")
     return {name: item[name] for name in FIELDS}

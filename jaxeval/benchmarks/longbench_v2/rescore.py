@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from jaxeval.benchmarks.files import read_jsonl_file
+from jaxeval.benchmarks.longbench_v2.data import require_strings
 from jaxeval.benchmarks.longbench_v2.prompts import extract_answer
 from jaxeval.benchmarks.longbench_v2.scoring import COLUMNS, result_table
 from jaxeval.errors import DataError
@@ -33,11 +34,7 @@ def read_rows(path: str | Path) -> list[tuple[dict, str]]:
 
 
 def score_row(row, where: str) -> dict:
-    if not isinstance(row, dict):
-        raise DataError(f"{where}: expected a JSON object")
-    for name in NEEDED:
-        if not isinstance(row.get(name), str):
-            raise DataError(f"{where}: missing or non-string field {name!r}")
+    require_strings(row, NEEDED, where)
     pred = extract_answer(row["response"])
     return {"_id": row["_id"], "difficulty": row["difficulty"], "length": row["length"], "answer": row["answer"],
             "pred": pred, "judge": pred == row["answer"], "stored_judge": row.get("judge")}
