@@ -155,3 +155,13 @@ def test_the_samples_of_a_run_with_skips_regrade_to_the_same_summary(tokenizer, 
     samples = _write(tmp_path / "samples.jsonl", result["sample_log"])
     rescored = rescore_predictions(samples)  # no tokenizer: the rows' own bin_tokens
     assert rescored["summary"] == result["summary"] and 0 < result["summary"]["score"] < 1
+
+
+def test_a_window_too_small_for_every_item_skips_them_all_and_says_so(tokenizer, scripted):
+    from jaxeval.benchmarks.mrcr.benchmark import BENCHMARK
+    from jaxeval.benchmarks.mrcr.summary import format_table
+
+    result = run_mrcr(scripted(tokenizer, 500, perfect), SHIPPED_SAMPLE)
+    assert result["summary"]["skipped"] == 9 and result["summary"]["score"] is None
+    assert BENCHMARK.summarize("mrcr", result)["results"]["mrcr"]["score"] is None
+    assert "n/a mean grade x100 over 0 graded items (9 skipped" in format_table(result["summary"], "x")
