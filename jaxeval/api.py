@@ -95,6 +95,22 @@ class Model:
         self.stats["tokens"] += sum(int(np.max(positions)) for _, positions, _ in requests)
         return results
 
+    def read_args(self) -> dict:
+        """What the engine's read functions take from this model (jaxeval.engine.compare)."""
+        return {"params": self._params, "config": self.config, "backend": self.attention, "path": self.path,
+                "prefill_chunk_len": self.prefill_chunk, "dtype": DTYPES[self.dtype], "mesh": self.mesh}
+
+    def compare(self, reference: "Model", ids, positions) -> dict:
+        """Per read position p: this model's log p(ids[p]) and top-1 hit, the reference's top-1 hit,
+        top-1 agreement and KL(reference || model) over the whole vocabulary (jaxeval.engine.compare)."""
+        from jaxeval.engine.compare import compare_reads
+
+        result = compare_reads(self.read_args(), reference.read_args(), ids, positions)
+        for model in (self, reference):
+            model.stats["reads"] += 1
+            model.stats["tokens"] += int(np.max(positions))
+        return result
+
     def final_states(self, ids, rows):
         """float32 [K, D]: the final-norm hidden state at each token index of rows in ids (jaxeval.engine.states)."""
         from jaxeval.engine.states import final_states

@@ -162,6 +162,12 @@ def cmd_score(args, extra: list[str]) -> int:
     return benchmark.rescore(parser.parse_args(extra))
 
 
+def cmd_curve(args) -> int:
+    from jaxeval.curve.command import cmd_curve as curve
+
+    return curve(args, _load)
+
+
 def cmd_serve(args) -> int:
     from jaxeval.serve.cli import cmd_serve as serve
 
@@ -260,6 +266,13 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("dst")
     conv.add_argument("--dtype", choices=("float32", "bfloat16"), default=None)
     conv.set_defaults(func=cmd_convert)
+
+    from jaxeval.curve.command import add_arguments as add_curve_arguments
+    curve = sub.add_parser("curve", help="mean log-prob and top-1 rate per position bucket of one long text; with "
+                                         "--reference, KL and top-1 agreement against a second model (docs/curve.md)")
+    _model_options(curve, str(EMBEDDED_MODEL))
+    add_curve_arguments(curve)
+    curve.set_defaults(func=cmd_curve)
 
     from jaxeval.report.build import add_report_arguments
     report = sub.add_parser("report", help="headline tables and an HTML page of plots from results files")

@@ -40,7 +40,7 @@ FLOORS = (
     ("report", "results"),
     ("api",),
     ("__init__", "embedding", "judges", "lm_eval"),
-    ("benchmarks", "serve"),
+    ("benchmarks", "serve", "curve"),
     ("tasks",),
     ("plan",),
     ("bench", "suite"),

@@ -15,6 +15,8 @@ BENCHMARK_MODULES = (
     "jaxeval.benchmarks.longbench.benchmark",
     "jaxeval.benchmarks.longbench_pro.benchmark",
     "jaxeval.benchmarks.helmet.benchmark",
+    "jaxeval.benchmarks.mrcr.benchmark",
+    "jaxeval.benchmarks.longbench_v2.benchmark",
 )
 
 

@@ -34,6 +34,15 @@ def final_states(params, config: ModelConfig, ids, rows, *, backend="chunked", p
     A state depends only on the tokens up to its own (attention is causal), so only ids up to the
     last wanted row are run.
     """
+    hidden, k = gathered_hidden(params, config, ids, rows, backend=backend, prefill_chunk_len=prefill_chunk_len,
+                                dtype=dtype, mesh=mesh)
+    return np.asarray(_normed(params, hidden, config=config, mesh=mesh))[:k]
+
+
+def gathered_hidden(params, config: ModelConfig, ids, rows, *, backend="chunked", prefill_chunk_len=2048,
+                    dtype=jnp.float32, mesh=None):
+    """(hidden [K_pad, D] on the device, before the final norm, K): the last layer's state at each
+    token index in rows (padding rows after K); what an LM head reads (jaxeval.engine.compare)."""
     ids, rows = np.asarray(ids), np.asarray(rows)
     if ids.ndim != 1 or not ids.size or rows.ndim != 1 or not rows.size:
         raise ValueError(f"final_states: ids [T] and rows [K] must be non-empty 1-D arrays, got {ids.shape}, "
@@ -59,4 +68,4 @@ def final_states(params, config: ModelConfig, ids, rows, *, backend="chunked", p
                                   host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config,
                                   backend=backend, mesh=mesh)
     del cache
-    return np.asarray(_normed(params, hidden, config=config, mesh=mesh))[:rows.size]
+    return hidden, int(rows.size)

@@ -3,24 +3,11 @@ answer prefixes, journal keys and resumption, judges, category table."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from helmet_helpers import SAMPLE, FakeJudge, FakeModel
 
 from jaxeval.benchmarks.helmet.runner import GenerationSettings, run_helmet
 from jaxeval.benchmarks.helmet.tasks import helmet_units
-
-
-class DictJournal:
-    def __init__(self):
-        self.records = {}
-
-    def get(self, key):
-        return self.records.get(key)
-
-    def put(self, key, record):
-        self.records[key] = json.loads(json.dumps(record))
 
 
 def test_recall_run_prepends_prefix_and_never_stops_at_newline(tokenizer):
@@ -54,9 +41,9 @@ def test_rag_and_longqa_prompts(tokenizer):
     assert result["units"][1]["notes"]["pretruncation"].startswith("none here")
 
 
-def test_journal_keys_and_resume(tokenizer):
+def test_journal_keys_and_resume(tokenizer, dict_journal):
     units = [u for u in helmet_units(("rag",), ["8k"]) if u.dataset == "kilt_hotpotqa"]
-    journal = DictJournal()
+    journal = dict_journal
     first = run_helmet(FakeModel(tokenizer, " x"), units, SAMPLE, limit=3, journal=journal)
     keys = sorted(journal.records)
     assert keys[0].startswith("helmet/kilt_hotpotqa/8k/hotpotqa-dev-") and len(keys) == 3

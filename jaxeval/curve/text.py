@@ -1,0 +1,44 @@
+"""The text a curve reads: a UTF-8 text file, or a JSON file whose "text" field holds it (the layout
+of RULER's haystack files, {"text": ...}); cut to `length` tokens of the model's tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jaxeval.errors import DataError
+from jaxeval.generation import encode
+from jaxeval.inputs import read_json, read_text
+
+
+def read_source(path: str | Path) -> str:
+    path = Path(path)
+    if path.suffix == ".json":
+        data = read_json(path, name="--text")
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            raise DataError(f"{path}: a JSON text file needs a string field 'text'")
+        text = data["text"]
+    else:
+        text = read_text(path, name="--text")
+    if not text.strip():
+        raise DataError(f"{path}: the text is empty")
+    return text
+
+
+def check_length(length: int | None) -> None:
+    if length is not None and length < 2:
+        raise DataError(f"--length must be at least 2 tokens, got {length}")
+
+
+def text_ids(path: str | Path, text: str, tokenizer, length: int | None, max_length: int) -> list[int]:
+    """The first `length` token ids of the text read from path (default: as many as the model
+    reads, max_length), encoded with the tokenizer's default special tokens (a BOS where it adds one)."""
+    check_length(length)
+    want = max_length if length is None else length
+    if want > max_length:
+        raise DataError(f"--length {want}: the model reads at most {max_length} tokens")
+    ids = encode(tokenizer, text, add_special_tokens=True)
+    if length is not None and len(ids) < length:
+        raise DataError(f"{path}: {len(ids)} tokens, fewer than --length {length}")
+    if len(ids) < 2:
+        raise DataError(f"{path}: fewer than 2 tokens: nothing to predict")
+    return ids[:want]
