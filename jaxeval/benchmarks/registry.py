@@ -15,6 +15,7 @@ BENCHMARK_MODULES = (
     "jaxeval.benchmarks.longbench.benchmark",
     "jaxeval.benchmarks.longbench_pro.benchmark",
     "jaxeval.benchmarks.helmet.benchmark",
+    "jaxeval.benchmarks.ruler.benchmark",
 )
 
 
