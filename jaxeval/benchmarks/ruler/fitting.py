@@ -77,9 +77,17 @@ class Fit:
     sample: Callable[[int, int], tuple]
 
 
-def fit_and_draw(fit: Fit, budget: int, count: int, what: str) -> tuple[int, list[tuple]]:
-    """(haystack size found, count samples) in RULER's call order."""
+def fit_and_draw(fit: Fit, budget: int, count: int, what: str) -> tuple[int, list[tuple], str | None]:
+    """(haystack size found, samples, why the rest are missing or None) in RULER's call order.
+    The samples before one that cannot fit are kept (RULER never gets past it, so none after it
+    exist); the search itself failing raises RulerSkip."""
     per_unit = fit.probe(fit.estimate) / fit.estimate
-    size = binary_search(lambda n: fit.probe(n) + fit.extra, fit.incremental, fit.upper(per_unit), budget, fit.incremental)
-    return size, [draw_fitting(lambda n, i=i: fit.sample(i, n), size, fit.incremental, budget, what)
-                  for i in range(count)]
+    size = binary_search(lambda n: fit.probe(n) + fit.extra, fit.incremental, fit.upper(per_unit), budget,
+                         fit.incremental)
+    drawn = []
+    for i in range(count):
+        try:
+            drawn.append(draw_fitting(lambda n, i=i: fit.sample(i, n), size, fit.incremental, budget, f"{what} sample {i}"))
+        except RulerSkip as stuck:
+            return size, drawn, str(stuck)
+    return size, drawn, None

@@ -35,16 +35,13 @@ def sha256_file(path: Path) -> str:
 
 
 def _read_json(path: Path, flag: str):
+    """The JSON in a user's file; any problem one DataError naming the flag and the file."""
+    from jaxeval.inputs import read_text
+
     try:
-        text = path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise DataError(f"{flag} {path}: no such file") from None
-    except IsADirectoryError:
-        raise DataError(f"{flag} {path}: is a folder, not a JSON file") from None
-    except OSError as e:
-        raise DataError(f"{flag} {path}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise DataError(f"{flag} {path}: not UTF-8 text") from None
+        text = read_text(path)
+    except DataError as e:
+        raise DataError(f"{flag} {e}") from None
     if not text.strip():
         raise DataError(f"{flag} {path}: empty file")
     try:

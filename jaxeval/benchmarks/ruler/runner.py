@@ -86,6 +86,9 @@ def run_unit(model, run: RulerRun, task: str, length: int, limit, journal, batch
     except RulerSkip as skip:
         return {**unit, "samples": 0, "skipped": count, "skip_reason": str(skip)}, []
     unit.update(haystack_size=cache["haystack_size"], cache=cache["cache"], cache_path=cache["path"])
+    missing = count - len(rows)
+    if cache["stuck"]:
+        unit.update(skipped=missing, skip_reason=cache["stuck"])
     window = model.config.context_limit
     chat = run.template_name == "chat"
     items, too_long = [], 0
@@ -96,8 +99,8 @@ def run_unit(model, run: RulerRun, task: str, length: int, limit, journal, batch
             continue
         items.append((i, ids, row))
     if too_long:
-        unit.update(skipped=too_long, skip_reason=f"{too_long} prompts + {gen.tokens_to_generate} new tokens exceed "
-                                                  f"the model's window ({window})")
+        reason = f"{too_long} prompts + {gen.tokens_to_generate} new tokens exceed the model's window ({window})"
+        unit.update(skipped=missing + too_long, skip_reason="; ".join(filter(None, [unit["skip_reason"], reason])))
     prefix = "ruler_tf" if run.teacher_forced else "ruler"
     keys = [f"{prefix}/{task}/{length}/{i}" for i, _, _ in items]
 

@@ -84,7 +84,7 @@ class SampleSpec:
         return f"{tokenizer_digest[:16]}/{self.task}/{self.length}-seed{self.seed}-{h}.jsonl"
 
 
-def _generate(spec: SampleSpec, tokenizer, count: int) -> tuple[int, list[tuple]]:
+def _generate(spec: SampleSpec, tokenizer, count: int) -> tuple[int, list[tuple], str | None]:
     from jaxeval.benchmarks.ruler.niah import Niah
     from jaxeval.benchmarks.ruler.qa import QA
     from jaxeval.benchmarks.ruler.variable_tracking import VariableTracking
@@ -110,11 +110,12 @@ def _generate(spec: SampleSpec, tokenizer, count: int) -> tuple[int, list[tuple]
     return fit_and_draw(fit, spec.length, count, what)
 
 
-def official_records(spec: SampleSpec, tokenizer, count: int) -> tuple[int, list[dict]]:
-    """(haystack size, validation.jsonl rows) as RULER's generator writes them."""
+def official_records(spec: SampleSpec, tokenizer, count: int) -> tuple[int, list[dict], str | None]:
+    """(haystack size, validation.jsonl rows, why fewer than count or None) as RULER's generator
+    writes them (it never finishes where a sample cannot fit: the rows before that one)."""
     kind, _ = TASKS[spec.task]
     prefix_head = GENERATORS[kind].answer_prefix[:10]
-    size, drawn = _generate(spec, tokenizer, count)
+    size, drawn, stuck = _generate(spec, tokenizer, count)
     rows = []
     for index, (text, answers, _, length) in enumerate(drawn):
         cut = text.rfind(prefix_head)
@@ -125,7 +126,7 @@ def official_records(spec: SampleSpec, tokenizer, count: int) -> tuple[int, list
             row = {"index": offset, **{k: v for k, v in row.items() if k != "index"},
                    "token_position_answer": len(tokenizer.tokenize(row["input"][:offset]))}
         rows.append(row)
-    return size, rows
+    return size, rows, stuck
 
 
 def question_count(spec: SampleSpec) -> int | None:
@@ -138,7 +139,8 @@ def question_count(spec: SampleSpec) -> int | None:
 
 
 def load_or_generate(spec: SampleSpec, tokenizer, count: int, cache_dir: Path | None) -> tuple[list[dict], dict]:
-    """The first `count` samples and {"cache": hit|generated|off, "path", "haystack_size"}."""
+    """The first `count` samples (fewer where one cannot fit) and {"cache": hit|generated|off,
+    "path", "haystack_size", "stuck": why fewer or None}."""
     from jaxeval.results.storage import write_text_atomic
 
     path = None
@@ -150,15 +152,18 @@ def load_or_generate(spec: SampleSpec, tokenizer, count: int, cache_dir: Path | 
                 header, rows = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
             except (OSError, UnicodeDecodeError, json.JSONDecodeError, IndexError):
                 header, rows = None, []  # a damaged cache entry is regenerated
-            if header is not None and len(rows) >= count:
-                return rows[:count], {"cache": "hit", "path": str(path), "haystack_size": header["haystack_size"]}
-    size, rows = official_records(spec, tokenizer, count)
+            if header is not None and (len(rows) >= count or header.get("stuck")):
+                stuck = header.get("stuck") if len(rows) < count else None
+                return rows[:count], {"cache": "hit", "path": str(path), "haystack_size": header["haystack_size"],
+                                      "stuck": stuck}
+    size, rows, stuck = official_records(spec, tokenizer, count)
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             header = {"task": spec.task, "length": spec.length, "seed": spec.seed, "haystack_size": size,
-                      "template": spec.template_name}
+                      "template": spec.template_name, "stuck": stuck}
             write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=True) + "\n" for r in [header, *rows]))
         except OSError as e:
             raise DataError(f"--ruler_cache_dir {cache_dir}: cannot write the sample cache ({e.strerror})") from None
-    return rows, {"cache": "generated" if path else "off", "path": str(path) if path else None, "haystack_size": size}
+    return rows, {"cache": "generated" if path else "off", "path": str(path) if path else None, "haystack_size": size,
+                  "stuck": stuck}

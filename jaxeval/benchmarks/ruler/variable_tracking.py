@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import string
 
-from jaxeval.benchmarks.ruler.fitting import Fit, Streams, fit_and_draw
+from jaxeval.benchmarks.ruler.fitting import Fit, RulerSkip, Streams, fit_and_draw
 from jaxeval.benchmarks.ruler.niah import NOISE
 from jaxeval.benchmarks.ruler.tasks import GENERATORS
 
@@ -68,7 +68,10 @@ class VariableTracking:
 
         fit = Fit(inc, inc, lambda per: max(int((ICL_LENGTH / per) * 3), inc * 2),
                   lambda n: self.tokens(self.make(n, True)[0]), 0, sample)
-        _, [(text, answers, _)] = fit_and_draw(fit, ICL_LENGTH, 1, "vt few-shot example")
+        _, drawn, stuck = fit_and_draw(fit, ICL_LENGTH, 1, "vt few-shot example")
+        if stuck:
+            raise RulerSkip(stuck)
+        [(text, answers, _)] = drawn
         return text + " " + " ".join(answers) + "\n"
 
     def fit(self, example: str) -> Fit:

@@ -106,10 +106,10 @@ class FrequentWords:
         text, answers = self._text(vocab, n)
         return text, answers, n
 
-    def samples(self, count: int) -> tuple[int, list[tuple]]:
+    def samples(self, count: int) -> tuple[int, list[tuple], None]:
         _, _, n = self._call(None)
         out = []
         for _ in range(count):
             text, answers, _ = self._call(n)
             out.append((text, answers, {}, self.tokens(text) + self.tokens_to_generate))
-        return n, out
+        return n, out, None
