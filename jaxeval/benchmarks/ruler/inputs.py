@@ -69,6 +69,16 @@ def essay_words(path: str) -> tuple[str, ...]:
     return tuple(re.sub(r"\s+", " ", data["text"]).split(" "))
 
 
+@functools.lru_cache(maxsize=8)
+def essay_sentences(path: str, n: int) -> tuple[str, ...]:
+    """niah.py's sentences of the first n haystack words (the list repeated past its end):
+    sent_tokenize(" ".join(words[:n]).strip()). A pure function of n, so the samples of one
+    size share it instead of splitting the same text again."""
+    words = essay_words(path)
+    chosen = words[:n] if n <= len(words) else (words * ((n + len(words) - 1) // len(words)))[:n]
+    return tuple(sentence_splitter()(" ".join(chosen).strip()))
+
+
 def _field(record, name, kind, where):
     value = record.get(name) if isinstance(record, dict) else None
     if not isinstance(value, kind):

@@ -22,8 +22,7 @@ class Niah:
         self.template, self.tokens, self.streams = template, tokens, Streams(seed)
         self.max_seq_length, self.tokens_to_generate = max_seq_length, tokens_to_generate
         if args["type_haystack"] == "essay":
-            self.haystack = inputs.essay_words(essay)
-            self.split = inputs.sentence_splitter()
+            self.essay = essay
         self.words = inputs.niah_words() if "words" in (args["type_needle_k"], args["type_needle_v"]) else None
 
     def _random(self, kind: str) -> str:
@@ -46,9 +45,7 @@ class Niah:
             values.append(value)
         self.streams.fresh_shuffle(needles)
         if a["type_haystack"] == "essay":
-            words = self.haystack
-            chosen = words[:n] if n <= len(words) else (words * ((n + len(words) - 1) // len(words)))[:n]
-            sents = self.split(" ".join(chosen).strip())
+            sents = inputs.essay_sentences(self.essay, n)
             cuts = [0] + sorted(int(len(sents) * (d / 100)) for d in rng.sample(DEPTHS, len(needles))) + [len(sents)]
             parts = []
             for i in range(1, len(cuts)):

@@ -10,7 +10,7 @@ import pytest
 from jaxeval.cli import EMBEDDED_MODEL, main
 
 pytestmark = pytest.mark.usefixtures("punkt_tables")
-FLAGS = ["--tasks", "ruler", "--ruler_lengths", "1024,4096", "--ruler_subtasks", "niah_single_1,vt", "--limit", "2"]
+FLAGS = ["--tasks", "ruler", "--ruler_lengths", "1024,4096", "--ruler_subtasks", "vt,fwe", "--limit", "2"]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_run_scores_skips_the_length_beyond_the_window_and_resumes(model, tmp_pa
              "--output_path", str(tmp_path / "out"), "--log_samples"]
     assert main(flags) == 0
     printed = capsys.readouterr().out
-    assert "RULER (official generate-and-match score" in printed and "skipped niah_single_1 @ 4096" in printed
+    assert "RULER (official generate-and-match score" in printed and "skipped fwe @ 4096" in printed
     (results,) = (tmp_path / "out").glob("*.json")
     data = json.loads(results.read_text())
     section = data["details"]["ruler"]
@@ -49,7 +49,7 @@ def test_run_scores_skips_the_length_beyond_the_window_and_resumes(model, tmp_pa
     assert data["n-samples"]["ruler/vt/4096"]["skipped"] == 2
     (samples,) = (tmp_path / "out").glob("*.samples_ruler.jsonl")
     rows = [json.loads(line) for line in samples.read_text().splitlines()]
-    assert {row["key"] for row in rows} >= {"ruler/vt/1024/0", "ruler/niah_single_1/1024/1"}
+    assert {row["key"] for row in rows} >= {"ruler/vt/1024/0", "ruler/fwe/1024/1"}
     (journal,) = (tmp_path / "out").glob("*.journal.jsonl")
     assert len(journal.read_text().splitlines()) == 1 + 4
     # resumed: nothing is generated again, the samples come from the cache, the scores are the same
@@ -130,3 +130,11 @@ def test_bad_haystack_file_is_one_line(model, tmp_path, capsys):
                  "--ruler_essay", str(empty), "--out", str(tmp_path / "x.json")]) == 2
     err = capsys.readouterr().err
     assert "--ruler_essay" in err and "empty" in err and len(err.strip().splitlines()) == 1
+
+
+def test_plan_counts_the_samples_and_the_skipped_length(model, tmp_path, capsys):
+    assert main(["plan", "--model", model, *FLAGS, "--ruler_cache_dir", str(tmp_path / "cache")]) == 0
+    printed = capsys.readouterr().out
+    plan = json.loads(printed[printed.index("\n{") + 1:])
+    assert plan["items"] == {"ruler/vt/1024": 2, "ruler/fwe/1024": 2, "ruler/vt/4096": 0, "ruler/fwe/4096": 0}
+    assert plan["tokens"]["ruler"]["<=1k"]["requests"] == 4
