@@ -17,6 +17,7 @@ BENCHMARK_MODULES = (
     "jaxeval.benchmarks.helmet.benchmark",
     "jaxeval.benchmarks.mrcr.benchmark",
     "jaxeval.benchmarks.longbench_v2.benchmark",
+    "jaxeval.benchmarks.ruler.benchmark",
 )
 
 
