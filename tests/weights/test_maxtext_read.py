@@ -189,3 +189,35 @@ def test_run_yaml_and_cli_model_args(llama, tmp_path):
 
     assert parse_model_args(f"pretrained=x,maxtext_config={yml} {rest}")["maxtext_config"] == f"{yml} {rest}"
     assert json.loads(json.dumps(LLAMA31))  # the config is plain JSON (written beside runs by users)
+
+
+MESH_SCRIPT = """
+import sys, jax, numpy as np, jaxeval
+from flax import nnx
+from tests.weights import maxtext_fixtures as mf
+from tests.weights.test_maxtext_read import GEMMA_ARGS, params_of
+root = sys.argv[1]
+c = mf.GEMMA3_TEXT
+mf.save_items(f"{root}/g/0/items", {"params": {"params": mf.maxtext_params(mf.gemma3_tensors(c), c, "gemma3", True)}})
+for path, args in ((f"{root}/g/0", GEMMA_ARGS),):
+    one = params_of(jaxeval.load_model(path, dtype="float32", load_tokenizer=False, maxtext_config=args))
+    sharded = jaxeval.load_model(path, dtype="float32", load_tokenizer=False, maxtext_config=args, mesh="fsdp=2,tensor=2")
+    wq = nnx.state(sharded.module, nnx.Param)["layers"]["wq"].value
+    assert "tensor" in str(wq.sharding.spec) and len(wq.addressable_shards) == 4, wq.sharding
+    for name, value in params_of(sharded).items():
+        np.testing.assert_array_equal(value, one[name], err_msg=name)
+print("OK")
+"""
+
+
+def test_sharded_read_equals_one_device(tmp_path):
+    """On a 4-device mesh every leaf is restored into its shards and moved into the target sharding: same numbers."""
+    import os
+    import subprocess
+    import sys
+
+    env = os.environ | {"XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu",
+                        "PYTHONPATH": os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    run = subprocess.run([sys.executable, "-c", MESH_SCRIPT, str(tmp_path)], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0 and "OK" in run.stdout, run.stderr[-3000:]
