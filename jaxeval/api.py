@@ -33,7 +33,7 @@ from jaxeval.models.checkpoint_quant import folder_scheme, load_quantized_linear
 from jaxeval.models.quant import DEFAULT_GROUP, check_quantizable, check_quantize, dequantize_tree, quantize_params
 from jaxeval.models.quant_sharding import place_params
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
-from jaxeval.weights.maxtext import is_maxtext, load_tokenizer as load_maxtext_tokenizer, maxtext_fingerprint, open_maxtext
+from jaxeval.weights.maxtext import is_maxtext, maxtext_fingerprint, open_maxtext
 from jaxeval.weights.maxtext_layout import LAYOUTS_TRIED
 from jaxeval.weights.maxtext_params import load_maxtext_params
 
@@ -344,6 +344,24 @@ def load_tokenizer_from(folder: Path):
         return AutoTokenizer.from_pretrained(str(folder))
     except Exception as e:
         raise CheckpointError(f"{folder}: tokenizer files present but unreadable ({type(e).__name__}: {e})") from None
+
+
+def load_maxtext_tokenizer(source: str | None, given: str | None):
+    """A MaxText checkpoint's tokenizer: `given` (--tokenizer), else its config's tokenizer_path or config folder
+    (a folder of tokenizer files, or what transformers' AutoTokenizer takes); None when there is neither."""
+    where = given or source
+    if where is None:
+        return None
+    if Path(where).is_dir():
+        tokenizer = load_tokenizer_from(Path(where))
+        if tokenizer is None and given:
+            raise CheckpointError(f"--tokenizer {given}: no tokenizer files in this folder")
+        return tokenizer
+    from transformers import AutoTokenizer
+    try:
+        return AutoTokenizer.from_pretrained(where)
+    except Exception as e:
+        raise CheckpointError(f"tokenizer {where}: unreadable ({type(e).__name__}: {e})") from None
 
 
 def fingerprint(folder: Path, dtype: str, gguf: Path | None = None, quantization: str | None = None,

@@ -9,11 +9,11 @@ or a config.json next to the checkpoint (in the step folder or the run folder). 
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.config import ModelConfig, config_from_hf
+from jaxeval.results.storage import is_url
 from jaxeval.weights import maxtext_config as mc
 from jaxeval.weights.maxtext_layout import MaxTextTree, items_folder, read_tree
 from jaxeval.weights.maxtext_params import check_maxtext_params
@@ -40,7 +40,7 @@ def _hf_config_file(config) -> Path:
 
 def _config_beside(items: str) -> Path | None:
     """A config.json in the step folder, or in the run folder two levels above (<run>/checkpoints/<step>)."""
-    if "://" in items:
+    if is_url(items):
         return None
     step = Path(items).parent
     for folder in (step, step.parent, step.parent.parent):
@@ -84,27 +84,6 @@ def open_maxtext(path, maxtext_config=None, config=None, overrides: dict | None 
                           f"{'scanned' if tree.scanned else 'unscanned'} layers")
     check_maxtext_params(tree, model_config, style)
     return MaxTextCheckpoint(tree, model_config, style, raw, tokenizer, scan_layers)
-
-
-def load_tokenizer(source: str | None, given: str | None):
-    """The tokenizer of `given` (--tokenizer) or else of the config's source; None when neither has one."""
-    from jaxeval.api import load_tokenizer_from
-
-    where = given or source
-    if where is None:
-        return None
-    if Path(where).is_dir():
-        tok = load_tokenizer_from(Path(where))
-        if tok is None and given:
-            raise CheckpointError(f"--tokenizer {given}: no tokenizer files in this folder")
-        return tok
-    if given and not os.path.exists(given) and given.count("/") != 1:
-        raise CheckpointError(f"--tokenizer {given}: no such file or folder")
-    from transformers import AutoTokenizer
-    try:
-        return AutoTokenizer.from_pretrained(where)
-    except Exception as e:
-        raise CheckpointError(f"tokenizer {where}: unreadable ({type(e).__name__}: {e})") from None
 
 
 def maxtext_fingerprint(ckpt: MaxTextCheckpoint, dtype: str, kv_cache: str | None = None) -> str:

@@ -16,6 +16,7 @@ import os
 import jax
 
 from jaxeval.errors import CheckpointError
+from jaxeval.results.storage import is_url, open_fs
 
 LAYOUTS_TRIED = ("Hugging Face folder (config.json + *.safetensors)", "jaxeval Orbax checkpoint (jaxeval.json)",
                  "GGUF file", "MaxText checkpoint (<step>/items or an items folder: Orbax _METADATA)")
@@ -24,16 +25,10 @@ LAYOUTS_TRIED = ("Hugging Face folder (config.json + *.safetensors)", "jaxeval O
 _ROOTS = (("params", "params"), (), ("base",), ("model_params",), ("model",))
 
 
-def _is_url(path: str) -> bool:
-    return "://" in str(path)
-
-
 def _exists(path: str) -> bool:
-    if not _is_url(path):
+    if not is_url(path):
         return os.path.exists(path)
-    import fsspec
-
-    fs, inner = fsspec.core.url_to_fs(path)
+    fs, inner = open_fs(path)  # gs:// needs gcsfs (jaxeval[gcs]); Orbax then reads through TensorStore
     return fs.exists(inner)
 
 
@@ -41,7 +36,7 @@ def items_folder(path) -> str | None:
     """The Orbax items folder of a MaxText checkpoint at `path` (a step folder or the items folder
     itself; local or a gs:// / fsspec URL), or None when `path` is not one."""
     path = str(path).rstrip("/")
-    if not _is_url(path):
+    if not is_url(path):
         path = os.path.abspath(path)  # Orbax needs absolute paths (a relative one reads no metadata)
     for candidate in (f"{path}/items", path):
         if _exists(f"{candidate}/_METADATA"):

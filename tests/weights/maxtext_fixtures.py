@@ -129,3 +129,19 @@ def gemma3_tensors(c: dict, seed: int = 0) -> dict:
               p + "input_layernorm.weight": norm(d), p + "post_attention_layernorm.weight": norm(d),
               p + "pre_feedforward_layernorm.weight": norm(d), p + "post_feedforward_layernorm.weight": norm(d)}
     return t
+
+
+def from_ours(params: dict, head_dim: int) -> dict:
+    """jaxeval's own Llama parameters -> MaxText's llama2-block tree, scanned (query scale folded in, no interleave:
+    MaxText's llama2/llama3 model_names rotate half-split dims like Hugging Face)."""
+    layers = {k: np.moveaxis(np.asarray(v), 0, 1) for k, v in params["layers"].items()}
+    return {"token_embedder": {"embedding": np.asarray(params["embed"])},
+            "decoder": {"decoder_norm": {"scale": np.asarray(params["final_norm"])},
+                        "logits_dense": {"kernel": np.asarray(params["lm_head"])},
+                        "layers": {"self_attention": {"query": {"kernel": layers["wq"] / np.sqrt(np.float32(head_dim))},
+                                                      "key": {"kernel": layers["wk"]}, "value": {"kernel": layers["wv"]},
+                                                      "out": {"kernel": layers["wo"]}},
+                                   "mlp": {"wi_0": {"kernel": layers["w_gate"]}, "wi_1": {"kernel": layers["w_up"]},
+                                           "wo": {"kernel": layers["w_down"]}},
+                                   "pre_self_attention_layer_norm": {"scale": layers["attn_norm"]},
+                                   "post_self_attention_layer_norm": {"scale": layers["mlp_norm"]}}}}

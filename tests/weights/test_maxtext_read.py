@@ -221,3 +221,49 @@ def test_sharded_read_equals_one_device(tmp_path):
     run = subprocess.run([sys.executable, "-c", MESH_SCRIPT, str(tmp_path)], env=env, capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0 and "OK" in run.stdout, run.stderr[-3000:]
+
+
+EMBEDDED_ARGS = ("model_name=llama2-7b override_model_config=True base_emb_dim=256 base_num_query_heads=4 "
+                 "base_num_kv_heads=4 base_mlp_dim=512 base_num_decoder_layers=2 head_dim=64 vocab_size=4096 "
+                 "rope_max_timescale=1000000 max_position_embeddings=32768")
+
+
+@pytest.fixture(scope="module")
+def embedded_as_maxtext(tmp_path_factory):
+    """jaxeval's embedded tiny Llama written as a MaxText llama2-block training checkpoint."""
+    from jaxeval.cli import EMBEDDED_MODEL
+
+    model = jaxeval.load_model(EMBEDDED_MODEL, dtype="float32")
+    ours = nnx.to_pure_dict(nnx.state(model.module, nnx.Param))
+    root = tmp_path_factory.mktemp("embedded_maxtext")
+    mf.save_items(root / "checkpoints/7/items", mf.training_state(mf.from_ours(ours, model.config.head_dim), 7))
+    return model, root / "checkpoints/7"
+
+
+def test_tokenizer_from_flag_or_tokenizer_path(embedded_as_maxtext):
+    from jaxeval.cli import EMBEDDED_MODEL
+
+    model, ckpt = embedded_as_maxtext
+    by_flag = jaxeval.load_model(ckpt, dtype="float32", maxtext_config=EMBEDDED_ARGS, tokenizer=str(EMBEDDED_MODEL))
+    by_config = jaxeval.load_model(ckpt, dtype="float32", maxtext_config=f"{EMBEDDED_ARGS} tokenizer_path={EMBEDDED_MODEL}")
+    text = "The quick brown fox jumps over the lazy dog."
+    ids = model.tokenizer(text)["input_ids"]
+    assert by_flag.tokenizer(text)["input_ids"] == ids == by_config.tokenizer(text)["input_ids"]
+    assert jaxeval.load_model(ckpt, dtype="float32", maxtext_config=EMBEDDED_ARGS).tokenizer is None
+    ids = np.asarray(ids)
+    want = np.asarray(model.read(ids, np.arange(1, len(ids)), ids[1:]).logprobs)
+    got = np.asarray(by_flag.read(ids, np.arange(1, len(ids)), ids[1:]).logprobs)
+    assert np.abs(got - want).max() <= 1e-5
+
+
+def test_cli_run_on_a_maxtext_step(embedded_as_maxtext, tmp_path, monkeypatch):
+    """`jaxeval run` end to end on a MaxText training step, config and tokenizer through --model_args."""
+    from jaxeval.cli import EMBEDDED_MODEL, main
+
+    monkeypatch.setenv("JAXEVAL_PROGRESS", "0")
+    _, ckpt = embedded_as_maxtext
+    args = f"pretrained={ckpt},maxtext_config={EMBEDDED_ARGS},tokenizer={EMBEDDED_MODEL},dtype=float32"
+    assert main(["run", "--model_args", args, "--limit", "1", "--agent_bench_sets", "facts",
+                 "--output_path", str(tmp_path)]) == 0
+    (results,) = tmp_path.glob("*.json")
+    assert json.loads(results.read_text())["results"]
