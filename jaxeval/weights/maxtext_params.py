@@ -125,7 +125,10 @@ def _assemble(arrays, sources, pattern: int):
 
 
 def _fix(name: str, w, c: ModelConfig, style: MaxTextStyle):
-    """Undo MaxText's transformation of our parameter `name` (docs/provenance.md cites each one)."""
+    """Undo MaxText's transformation of our parameter `name` (docs/provenance.md cites each one), in float32
+    at least (a bfloat16 checkpoint's query x sqrt(head_dim) and norm - 1 are then rounded once, at the cast)."""
+    if jnp.issubdtype(w.dtype, jnp.floating) and jnp.finfo(w.dtype).bits < 32:
+        w = w.astype(jnp.float32)
     if name in ("wq", "wk") and style.rope_interleaved:
         w = _deinterleave(w)
     if name == "wq" and style.query_folded:
