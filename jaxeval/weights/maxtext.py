@@ -26,7 +26,7 @@ class MaxTextCheckpoint:
     style: mc.MaxTextStyle
     raw_config: dict  # the Hugging Face style config dict the model was built from
     tokenizer: str | None  # tokenizer_path, the config folder, or None
-    scan_layers: bool | None  # what the config said (checked against the tree)
+    scan_layers: bool | None  # what the config said, if anything (checked against the tree)
 
 
 def is_maxtext(path) -> bool:
@@ -59,10 +59,11 @@ def open_maxtext(path, maxtext_config=None, config=None, overrides: dict | None 
     tokenizer = None
     scan_layers = None
     if maxtext_config is not None:
-        merged = mc.resolve(mc.parse_maxtext_args(maxtext_config))
+        given = mc.parse_maxtext_args(maxtext_config)
+        merged = mc.resolve(given)
         raw, style = mc.hf_config(merged), mc.style_of(merged)
         tokenizer = merged.get("tokenizer_path") or None
-        scan_layers = merged.get("scan_layers")
+        scan_layers = given.get("scan_layers")  # when given (MaxText's default, True, is not imposed: the tree says)
         where = "maxtext_config"
     else:
         file = _hf_config_file(config) if config is not None else _config_beside(items)

@@ -73,7 +73,7 @@ def _plan(tree: MaxTextTree, c: ModelConfig, style: MaxTextStyle) -> dict:
     table = LAYER_LEAVES[style.block]
     plan = {}
     for name, shape in shapes.items():
-        if name in ("layers",):
+        if name == "layers":
             continue
         plan[name] = (shape, [(TOP_LEAVES[name], "top")])
     layers = shapes["layers"]
@@ -114,7 +114,7 @@ def _deinterleave(w):
     return jnp.concatenate([w[..., 0::2], w[..., 1::2]], axis=-1)
 
 
-def _assemble(arrays, sources, pattern: int):
+def _assemble(arrays, sources):
     """The MaxText leaves of one layer parameter -> [layers, ...] in our layer order."""
     scans = [jnp.moveaxis(a, 1, 0) for a, (_, kind) in zip(arrays, sources) if kind in ("scan", "slot")]
     ones = [a[None] for a, (_, kind) in zip(arrays, sources) if kind == "one"]
@@ -204,7 +204,7 @@ def load_maxtext_params(tree: MaxTextTree, c: ModelConfig, style: MaxTextStyle, 
         if target is None:
             arrays = _restore(tree, leaves, None)
             with jax.default_device(jax.devices("cpu")[0]):
-                w = _fix(name, _assemble([jnp.asarray(a) for a in arrays], sources, style.pattern)
+                w = _fix(name, _assemble([jnp.asarray(a) for a in arrays], sources)
                          if isinstance(key, tuple) else jnp.asarray(arrays[0]), c, style)
                 out = np.asarray(w.astype(dtype))
         else:
@@ -213,7 +213,7 @@ def load_maxtext_params(tree: MaxTextTree, c: ModelConfig, style: MaxTextStyle, 
             layered = isinstance(key, tuple)
 
             def move(*arrays, name=name, sources=sources, layered=layered):
-                w = _assemble(list(arrays), sources, style.pattern) if layered else arrays[0]
+                w = _assemble(list(arrays), sources) if layered else arrays[0]
                 return _fix(name, w, c, style).astype(dtype)
 
             out = jax.jit(move, out_shardings=target)(*arrays)

@@ -213,6 +213,7 @@ print("OK")
 """
 
 
+@pytest.mark.slow
 def test_sharded_read_equals_one_device(tmp_path):
     """On a 4-device mesh every leaf is restored into its shards and moved into the target sharding: same numbers."""
     import os
@@ -259,6 +260,7 @@ def test_tokenizer_from_flag_or_tokenizer_path(embedded_as_maxtext):
     assert np.abs(got - want).max() <= 1e-5
 
 
+@pytest.mark.slow
 def test_cli_run_on_a_maxtext_step(embedded_as_maxtext, tmp_path, monkeypatch):
     """`jaxeval run` end to end on a MaxText training step, config and tokenizer through --model_args."""
     from jaxeval.cli import EMBEDDED_MODEL, main
