@@ -346,6 +346,16 @@ def load_tokenizer_from(folder: Path):
         raise CheckpointError(f"{folder}: tokenizer files present but unreadable ({type(e).__name__}: {e})") from None
 
 
+def maxtext_model_info(args, overrides: dict | None = None):
+    """(ModelConfig, tokenizer) of args.model when it is a MaxText checkpoint, from the run's --maxtext_config /
+    --model_config / --tokenizer (validate and plan check them without reading an array); None otherwise."""
+    if not is_maxtext(args.model):
+        return None
+    ckpt = open_maxtext(args.model, getattr(args, "maxtext_config", None), getattr(args, "model_config", None),
+                        overrides)
+    return ckpt.config, load_maxtext_tokenizer(ckpt.tokenizer, getattr(args, "tokenizer", None))
+
+
 def load_maxtext_tokenizer(source: str | None, given: str | None):
     """A MaxText checkpoint's tokenizer: `given` (--tokenizer), else its config's tokenizer_path or config folder
     (a folder of tokenizer files, or what transformers' AutoTokenizer takes); None when there is neither."""

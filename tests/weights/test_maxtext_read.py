@@ -272,3 +272,17 @@ def test_cli_run_on_a_maxtext_step(embedded_as_maxtext, tmp_path, monkeypatch):
                  "--output_path", str(tmp_path)]) == 0
     (results,) = tmp_path.glob("*.json")
     assert json.loads(results.read_text())["results"]
+
+
+def test_validate_checks_a_maxtext_step_before_any_compute(embedded_as_maxtext, capsys):
+    """`jaxeval validate` reads the MaxText config and tokenizer (no array); a bad key is one line, exit 2."""
+    from jaxeval.cli import EMBEDDED_MODEL, main
+
+    _, ckpt = embedded_as_maxtext
+    flags = ["validate", "--model", str(ckpt), "--tokenizer", str(EMBEDDED_MODEL), "--agent_bench_sets", "facts",
+             "--limit", "1", "--maxtext_config"]
+    assert main([*flags, EMBEDDED_ARGS]) == 0
+    assert "MaxText checkpoint and config valid (llama)" in capsys.readouterr().out
+    assert main([*flags, f"{EMBEDDED_ARGS} attention_bias=True"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "attention_bias=True is not supported" in err[0]
