@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -27,6 +28,8 @@ from jaxeval.models.sharding import check_mesh_fits, param_shardings
 from jaxeval.weights.gguf_weights import load_gguf_tokenizer
 from jaxeval.weights.loader import (DTYPES, default_dtype, fingerprint, generation_eos_ids, load_params,
                                     load_tokenizer_from, read_config, resolve_model_path)
+from jaxeval.weights.maxtext import is_maxtext, load_maxtext_tokenizer, maxtext_fingerprint, open_maxtext
+from jaxeval.weights.maxtext_params import load_maxtext_params
 
 
 @dataclasses.dataclass
@@ -146,7 +149,8 @@ class Model:
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
                prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True,
                quantize: str | None = None, quant_group: int = DEFAULT_GROUP, dequantize: bool = False,
-               kv_cache: KVPolicy | str | None = None, **config_overrides) -> Model:
+               kv_cache: KVPolicy | str | None = None, maxtext_config=None, config: str | Path | None = None,
+               tokenizer: str | None = None, **config_overrides) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
 
     config_overrides replace config.json fields, as model cards enable long context, e.g.
@@ -165,6 +169,10 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     kv_cache: a KV-cache policy for reads and generation (jaxeval.models.kv_policy): "int8", "fp8",
     "streaming", "snapkv" (their default settings) or a KVPolicy; None or "exact": the exact cache.
     It is recorded (Model.kv_cache) and part of the fingerprint.
+    A MaxText checkpoint (a run's <step> or <step>/items folder, a converter's output; local or gs://) takes its
+    shape from maxtext_config (MaxText's overrides as its command line takes them, "model_name=llama3.1-8b
+    scan_layers=True ...", or a run's YAML path first) or config (a Hugging Face config.json), and its tokenizer
+    from tokenizer, MaxText's tokenizer_path or the config's folder (jaxeval.weights.maxtext; docs/maxtext.md).
     lm_head=False: a trunk-only checkpoint (a sentence-embedding model): no LM head is read and the
     embedding stands in for it, so only final_states() means anything.
     The weights are read straight into their shardings (jaxeval.models.sharding), each process
@@ -181,8 +189,15 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     if dtype == "auto":  # after joining a multi-process run: asking for the platform touches devices
         dtype = default_dtype()
     config_overrides = check_overrides(config_overrides, "load_model")
-    folder = resolve_model_path(path)
-    gguf, source, config = read_config(folder, config_overrides)
+    maxtext = open_maxtext(path, maxtext_config, config, config_overrides) if is_maxtext(path) else None
+    if maxtext is None and (maxtext_config is not None or config is not None):
+        raise ConfigError(f"{path}: maxtext_config= and config= are for MaxText checkpoints, and this is none "
+                          "(no items/_METADATA)")
+    if maxtext:
+        folder, gguf, source, config = Path(maxtext.tree.items), None, None, maxtext.config
+    else:
+        folder = resolve_model_path(path)
+        gguf, source, config = read_config(folder, config_overrides)
     if not lm_head:
         config = dataclasses.replace(config, tie_word_embeddings=True)
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
@@ -196,17 +211,24 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                          context_parallel=not is_hybrid(config))
         check_mesh_fits(config, mesh, prefill_chunk)
         targets = param_shardings(param_shapes(config), mesh, param_axes(config))
-    params, quantization = load_params(folder, config, dtype, source, targets, quantization, quant_group,
-                                       dequantize, mesh)
+    if maxtext:
+        if quantization:
+            raise ConfigError(f"{path}: quantize={quantize} is not supported for MaxText checkpoints")
+        params = load_maxtext_params(maxtext.tree, config, maxtext.style, np.dtype(jnp.dtype(DTYPES[dtype])), targets)
+    else:
+        params, quantization = load_params(folder, config, dtype, source, targets, quantization, quant_group,
+                                           dequantize, mesh)
     module = build_module(config, params, dtype)
-    tokenizer = None
+    model_tokenizer = None
     if load_tokenizer:
-        tokenizer = load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder)
-    return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
-                 fingerprint=fingerprint(folder, dtype, gguf, quantization, kv_label), attention=attention,
+        model_tokenizer = (load_maxtext_tokenizer(maxtext.tokenizer, tokenizer) if maxtext
+                           else load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder))
+    return Model(module=module, tokenizer=model_tokenizer, path=str(path), dtype=dtype,
+                 fingerprint=(maxtext_fingerprint(maxtext, dtype, kv_label) if maxtext
+                              else fingerprint(folder, dtype, gguf, quantization, kv_label)), attention=attention,
                  prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides, quantization=quantization,
-                 generation_eos_ids=generation_eos_ids(folder), kv_cache=kv_label)
+                 generation_eos_ids=() if maxtext else generation_eos_ids(folder), kv_cache=kv_label)
 
 
 def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:

@@ -54,6 +54,12 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
                    help="snapkv: the prompt's last tokens whose attention votes, all kept (32)")
     p.add_argument("--kv_kernel", type=int, default=None, help="snapkv: pooling width of the votes, odd (7)")
     p.add_argument("--kv_pool", choices=("max", "avg"), default=None, help="snapkv: vote pooling (max)")
+    p.add_argument("--maxtext_config", default=None,
+                   help="a MaxText checkpoint's model config: MaxText's overrides as its command line takes them "
+                        "('model_name=llama3.1-8b scan_layers=True ...'), optionally led by a run's YAML (docs/maxtext.md)")
+    p.add_argument("--model_config", default=None,
+                   help="a MaxText checkpoint's model config as a Hugging Face config.json (model_args key: config)")
+    p.add_argument("--tokenizer", default=None, help="tokenizer folder or hub id (a MaxText checkpoint holds none)")
     p.add_argument("--mesh", default=None,
                    help="device mesh, e.g. data=2,tensor=2,context=2 (axes data, fsdp, tensor, context; unnamed = 1), "
                         "or auto; default: one device. Multi-host: set JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, "
@@ -66,14 +72,18 @@ def _load(args):
     from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.inputs import check_model_folder
     from jaxeval.models.kv_policy import policy_of_flags
+    from jaxeval.weights.maxtext import is_maxtext
 
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.distributed)
     kv_cache = policy_of_flags(args)  # a bad policy is refused before the model folder is read
-    check_model_folder(resolve_model_path(args.model))
+    if not is_maxtext(args.model):
+        check_model_folder(resolve_model_path(args.model))
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), quantize=getattr(args, "quantize", None),
                       quant_group=getattr(args, "quant_group", 128), dequantize=getattr(args, "dequantize", False),
-                      kv_cache=kv_cache, **getattr(args, "config_overrides", {}))
+                      kv_cache=kv_cache, maxtext_config=getattr(args, "maxtext_config", None),
+                      config=getattr(args, "model_config", None), tokenizer=getattr(args, "tokenizer", None),
+                      **getattr(args, "config_overrides", {}))
 
 
 def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:

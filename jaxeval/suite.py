@@ -291,15 +291,21 @@ def validate_suite(args, tasks: list[str]) -> int:
     """Check what a run needs before it starts: every flag, the output path, the model's config
     and tokenizer (loaded, its chat template as the tasks need it), every record."""
     from jaxeval.weights.loader import load_tokenizer_from, resolve_model_path
+    from jaxeval.weights.maxtext import maxtext_model_info
     from jaxeval.inputs import check_model_folder
     from jaxeval.models.config import load_hf_config
 
     check_run(args, tasks, create_output=False)
-    folder = resolve_model_path(args.model)  # a URL is copied to the local cache first
-    check_model_folder(folder)
-    config = load_hf_config(folder)
-    print(f"model {args.model}: config.json valid ({config.model_type})")
-    tokenizer = load_tokenizer_from(folder)
+    maxtext = maxtext_model_info(args, getattr(args, "config_overrides", None))  # a MaxText checkpoint's config
+    if maxtext:
+        config, tokenizer = maxtext
+        print(f"model {args.model}: MaxText checkpoint and config valid ({config.model_type})")
+    else:
+        folder = resolve_model_path(args.model)  # a URL is copied to the local cache first
+        check_model_folder(folder)
+        config = load_hf_config(folder)
+        print(f"model {args.model}: config.json valid ({config.model_type})")
+        tokenizer = load_tokenizer_from(folder)
     if tokenizer is None:
         raise ConfigError(f"{args.model}: no tokenizer (tokenizer.json, tokenizer.model or vocab.json); "
                           f"the benchmarks need one")

@@ -15,14 +15,18 @@ from jaxeval.plan.options import check_plan_arguments, judge_price
 def counting_model(args):
     """The CountingModel of --model: config (with --model_args overrides), tokenizer, EOS ids."""
     from jaxeval.weights.loader import generation_eos_ids, load_tokenizer_from, resolve_model_path
+    from jaxeval.weights.maxtext import maxtext_model_info
     from jaxeval.inputs import check_model_folder
     from jaxeval.models.config import check_overrides, config_from_hf, load_hf_config
     from jaxeval.weights.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
     from jaxeval.plan.counting import CountingModel
 
+    overrides = check_overrides(getattr(args, "config_overrides", {}) or {}, "plan")
+    maxtext = maxtext_model_info(args, overrides)
+    if maxtext:  # a MaxText checkpoint: its config and tokenizer, no array read
+        return CountingModel(*maxtext, str(args.model), (), args.prefill_chunk), None
     folder = resolve_model_path(args.model)
     check_model_folder(folder)
-    overrides = check_overrides(getattr(args, "config_overrides", {}) or {}, "plan")
     gguf = gguf_file(folder)
     if gguf:
         config = config_from_hf(GGUFCheckpoint(gguf).config, where=str(gguf), overrides=overrides)

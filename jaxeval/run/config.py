@@ -188,10 +188,11 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
     actions = {a.dest: a for a in parser._actions}
     model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh", "quantize", "quant_group",
+                   "maxtext_config", "model_config", "tokenizer",
                    "dequantize", *KV_FLAGS} & set(actions)
     args.config_overrides = {}  # config.json fields (CONFIG_OVERRIDES): hashed into the run and recorded
     for key, value in parse_model_args(args.model_args).items():
-        dest = "model" if key == "pretrained" else key
+        dest = {"pretrained": "model", "config": "model_config"}.get(key, key)
         if dest in CONFIG_OVERRIDES:
             args.config_overrides[dest] = override_value(key, value)
             continue

@@ -22,6 +22,7 @@ from jaxeval.weights.checkpoint_quant import folder_scheme, load_quantized_linea
 from jaxeval.weights.gguf_quantized import LABEL as GGUF_BLOCKS, excluded, quantized_gguf_params
 from jaxeval.weights.gguf_weights import GGUFCheckpoint, gguf_file
 from jaxeval.weights.hf_weights import load_hf_params
+from jaxeval.weights.maxtext_layout import LAYOUTS_TRIED
 from jaxeval.weights.orbax import TOKENIZER_CORE_FILES, is_jaxeval_checkpoint, load_checkpoint_params
 from jaxeval.weights.quant_sharding import place_params
 
@@ -37,6 +38,9 @@ def read_config(folder: Path, overrides: dict) -> tuple[Path | None, GGUFCheckpo
     """(the GGUF file or None, its reader or None, the config): a llama.cpp checkpoint holds config,
     weights and tokenizer in one file; any other folder has a config.json."""
     gguf = gguf_file(folder)
+    if not (gguf or is_jaxeval_checkpoint(folder) or (folder / "config.json").is_file()):
+        raise ConfigError(f"{folder / 'config.json'}: no config.json; {folder} is no checkpoint layout jaxeval "
+                          f"reads (tried: {'; '.join(LAYOUTS_TRIED)})")
     source = GGUFCheckpoint(gguf) if gguf else None
     config = (config_from_hf(source.config, where=str(gguf), overrides=overrides) if source
               else load_hf_config(folder, overrides))

@@ -1,0 +1,227 @@
+"""MaxText parameters onto jaxeval's parameter table, every MaxText transformation undone.
+
+MaxText's per-layer kernels are already in jaxeval's [in..., out...] layout (query [embed, heads, head_dim],
+out [heads, head_dim, embed], wi/wo [embed, mlp] / [mlp, embed], experts [experts, embed, mlp]); what
+differs is where the layer axis sits (axis 1 when scanned: `param_scan_axis`, one leaf per layer when
+not, Gemma 3's six-layer pattern slots plus `layers_remainder`) and the transformations listed in
+docs/provenance.md (query scale folded in, Llama 3.1's interleaved RoPE dims, Gemma's 1 + w norms and
+sqrt(d)-scaled table, MaxText's padded vocabulary).
+
+Only the parameter leaves are restored (an Orbax partial restore: a training state's optimizer
+state is never read). On a mesh each leaf is restored straight into a sharding over the same mesh axes
+as its target (each process reading only its chunks), then moved into place by one jitted function
+per parameter whose output sharding is the target's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
+
+from jaxeval.errors import CheckpointError
+from jaxeval.models.config import ModelConfig
+from jaxeval.models.param_layout import param_shapes
+from jaxeval.weights.maxtext_config import MaxTextStyle
+from jaxeval.weights.maxtext_layout import MaxTextTree
+
+_ATTN = {"wq": "self_attention/query/kernel", "wk": "self_attention/key/kernel",
+         "wv": "self_attention/value/kernel", "wo": "self_attention/out/kernel",
+         "q_norm": "self_attention/query_norm/scale", "k_norm": "self_attention/key_norm/scale"}
+_MLP = {"w_gate": "mlp/wi_0/kernel", "w_up": "mlp/wi_1/kernel", "w_down": "mlp/wo/kernel"}
+_LLAMA_NORMS = {"attn_norm": "pre_self_attention_layer_norm/scale",
+                "mlp_norm": "post_self_attention_layer_norm/scale"}
+
+
+def _moe(block: str) -> dict:
+    module = "MoeBlock_0" if block == "mixtral" else "moe_block"  # maxtext/models/mixtral.py, qwen3.py
+    return {"router": f"{module}/gate/kernel", "moe_gate": f"{module}/wi_0", "moe_up": f"{module}/wi_1",
+            "moe_down": f"{module}/wo"}
+
+
+# decoder_block -> our layer parameter -> its leaf under one MaxText layer (maxtext/models/<block>.py)
+LAYER_LEAVES = {
+    "llama2": _ATTN | _MLP | _LLAMA_NORMS, "mistral": _ATTN | _MLP | _LLAMA_NORMS,
+    "qwen3": _ATTN | _MLP | _LLAMA_NORMS,
+    "mixtral": _ATTN | _moe("mixtral") | _LLAMA_NORMS, "qwen3_moe": _ATTN | _moe("qwen3_moe") | _LLAMA_NORMS,
+    "gemma3": _ATTN | _MLP | {"attn_norm": "pre_self_attention_norm/scale", "post_attn_norm": "post_self_attention_norm/scale",
+                              "mlp_norm": "pre_ffw_norm/scale", "post_mlp_norm": "post_ffw_norm/scale"},
+}
+TOP_LEAVES = {"embed": "token_embedder/embedding", "final_norm": "decoder/decoder_norm/scale",
+              "lm_head": "decoder/logits_dense/kernel"}
+_NORMS = frozenset({"attn_norm", "mlp_norm", "post_attn_norm", "post_mlp_norm", "q_norm", "k_norm", "final_norm"})
+
+
+def _layer_sources(tree: MaxTextTree, style: MaxTextStyle, sub: str, layers: int) -> list[tuple[str, str]]:
+    """The leaves holding one layer parameter, in layer order, each with how its layers lie:
+    "scan" (layer axis 1, all layers), "slot" (Gemma 3 pattern slot: axis 1 = its blocks), "one" (one layer)."""
+    if not tree.scanned:
+        return [(f"decoder/layers_{i}/{sub}", "one") for i in range(layers)]
+    if style.pattern == 1:
+        return [(f"decoder/layers/{sub}", "scan")]
+    blocks, rest = divmod(layers, style.pattern)
+    slots = [(f"decoder/layers/layers_{k}/{sub}", "slot") for k in range(style.pattern)] if blocks else []
+    return slots + [(f"decoder/layers_remainder/layers_{j}/{sub}", "one") for j in range(rest)]
+
+
+def _plan(tree: MaxTextTree, c: ModelConfig, style: MaxTextStyle) -> dict:
+    """our name -> (our shape, [(leaf, kind)]), every leaf's shape checked against the config first."""
+    shapes = param_shapes(c)
+    table = LAYER_LEAVES[style.block]
+    plan = {}
+    for name, shape in shapes.items():
+        if name == "layers":
+            continue
+        plan[name] = (shape, [(TOP_LEAVES[name], "top")])
+    layers = shapes["layers"]
+    blocks = c.num_layers // style.pattern
+    for name, shape in layers.items():
+        if name not in table:
+            raise CheckpointError(f"{tree.items}: jaxeval's {c.model_type} needs parameter {name!r}, which "
+                                  f"jaxeval's MaxText reader has no leaf for (decoder_block={style.block})")
+        plan[("layers", name)] = (shape, _layer_sources(tree, style, table[name], c.num_layers))
+    for name, (shape, sources) in plan.items():
+        for leaf, kind in sources:
+            meta = tree.leaves.get(leaf)
+            if meta is None:
+                raise CheckpointError(f"{tree.items}: MaxText leaf {leaf} is missing (the config implies "
+                                      f"{'scanned' if tree.scanned else 'unscanned'} decoder_block={style.block})")
+            want = _stored_shape(shape, kind, blocks)
+            got = tuple(meta.shape)
+            vocab_padded = name == "embed" and got[1:] == want[1:] and got[0] >= want[0] or (
+                name == "lm_head" and got[0] == want[0] and got[1] >= want[1])
+            if got != want and not vocab_padded:
+                raise CheckpointError(f"{tree.items}: MaxText leaf {leaf} has shape {list(got)}, the config implies "
+                                      f"{list(want)}")
+    return plan
+
+
+def _stored_shape(ours: tuple, kind: str, blocks: int) -> tuple:
+    if kind == "top":
+        return tuple(ours)
+    per_layer = tuple(ours[1:])
+    if kind == "one":
+        return per_layer
+    count = ours[0] if kind == "scan" else blocks
+    return (*per_layer[:1], count, *per_layer[1:])
+
+
+def _deinterleave(w):
+    """LLaMARotaryEmbedding rotates dims (2i, 2i+1); Hugging Face rotates (i, i + d/2)."""
+    return jnp.concatenate([w[..., 0::2], w[..., 1::2]], axis=-1)
+
+
+def _assemble(arrays, sources):
+    """The MaxText leaves of one layer parameter -> [layers, ...] in our layer order."""
+    scans = [jnp.moveaxis(a, 1, 0) for a, (_, kind) in zip(arrays, sources) if kind in ("scan", "slot")]
+    ones = [a[None] for a, (_, kind) in zip(arrays, sources) if kind == "one"]
+    if sources[0][1] == "slot":  # slot k's block j is layer pattern * j + k
+        stacked = jnp.stack(scans, axis=1)
+        scans = [stacked.reshape(-1, *stacked.shape[2:])]
+    return jnp.concatenate(scans + ones, axis=0) if len(scans + ones) > 1 else (scans + ones)[0]
+
+
+def _fix(name: str, w, c: ModelConfig, style: MaxTextStyle):
+    """Undo MaxText's transformation of our parameter `name` (docs/provenance.md cites each one), in float32
+    at least (a bfloat16 checkpoint's query x sqrt(head_dim) and norm - 1 are then rounded once, at the cast)."""
+    if jnp.issubdtype(w.dtype, jnp.floating) and jnp.finfo(w.dtype).bits < 32:
+        w = w.astype(jnp.float32)
+    if name in ("wq", "wk") and style.rope_interleaved:
+        w = _deinterleave(w)
+    if name == "wq" and style.query_folded:
+        w = w * jnp.asarray(math.sqrt(c.head_dim), w.dtype)
+    if name in _NORMS and style.norm_plus_one:
+        w = w - jnp.asarray(1.0, w.dtype)
+    if name == "embed":
+        w = w[: c.vocab_size]
+        if style.embed_normalized:
+            w = w / jnp.asarray(math.sqrt(c.hidden_size), w.dtype)
+    if name == "lm_head":
+        w = w[:, : c.vocab_size]
+    return w
+
+
+def _source_sharding(target, shape: tuple, kind: str):
+    """A sharding for a stored leaf over the target's mesh axes (layer axis moved to 1, or dropped)."""
+    spec = list(target.spec) + [None] * (len(shape) + 1 - len(target.spec))
+    if kind == "one":
+        spec = spec[1:]
+    elif kind in ("scan", "slot"):
+        spec = [spec[1], spec[0] if kind == "scan" else None, *spec[2:]]
+    spec = spec[: len(shape)]
+    mesh = target.mesh
+    for i, axes in enumerate(spec):
+        names = axes if isinstance(axes, tuple) else (axes,) if axes else ()
+        if shape[i] % math.prod(mesh.shape[a] for a in names):
+            spec[i] = None
+    return NamedSharding(mesh, PartitionSpec(*spec))
+
+
+def _restore(tree: MaxTextTree, leaves: list[str], shardings: list | None) -> list:
+    import orbax.checkpoint as ocp
+
+    item, args = {}, {}
+    for i, leaf in enumerate(leaves):
+        path = [*tree.root, *leaf.split("/"), *(["value"] if tree.value_leaves else [])]
+        node_i, node_a = item, args
+        for k in path[:-1]:
+            node_i, node_a = node_i.setdefault(k, {}), node_a.setdefault(k, {})
+        meta = tree.leaves[leaf]
+        node_i[path[-1]] = meta
+        node_a[path[-1]] = (ocp.RestoreArgs(restore_type=np.ndarray) if shardings is None else
+                            ocp.ArrayRestoreArgs(sharding=shardings[i], global_shape=tuple(meta.shape)))
+    try:
+        out = ocp.PyTreeCheckpointer().restore(tree.items, args=ocp.args.PyTreeRestore(
+            item=item, restore_args=args, partial_restore=True))
+    except Exception as e:  # Orbax/TensorStore raise many types for corrupt data
+        raise CheckpointError(f"{tree.items}: cannot restore MaxText parameters ({type(e).__name__}: {e})") from None
+    result = []
+    for leaf in leaves:
+        node = out
+        for k in [*tree.root, *leaf.split("/"), *(["value"] if tree.value_leaves else [])]:
+            node = node[k]
+        result.append(node)
+    return result
+
+
+def check_maxtext_params(tree: MaxTextTree, c: ModelConfig, style: MaxTextStyle) -> None:
+    """Every leaf the config implies is present with the implied shape (one line naming the first that is not)."""
+    _plan(tree, c, style)
+
+
+def load_maxtext_params(tree: MaxTextTree, c: ModelConfig, style: MaxTextStyle, dtype,
+                        shardings: dict | None = None) -> dict:
+    """Our nested dict of arrays (numpy without shardings; global jax arrays in them with), cast to dtype."""
+    plan = _plan(tree, c, style)
+    params: dict = {"layers": {}}
+    for key, (shape, sources) in plan.items():
+        name = key[1] if isinstance(key, tuple) else key
+        target = (shardings or {}).get("layers", {}).get(name) if isinstance(key, tuple) else (shardings or {}).get(key)
+        leaves = [leaf for leaf, _ in sources]
+        if target is None:
+            arrays = _restore(tree, leaves, None)
+            with jax.default_device(jax.devices("cpu")[0]):
+                w = _fix(name, _assemble([jnp.asarray(a) for a in arrays], sources)
+                         if isinstance(key, tuple) else jnp.asarray(arrays[0]), c, style)
+                out = np.asarray(w.astype(dtype))
+        else:
+            arrays = _restore(tree, leaves, [_source_sharding(target, tuple(tree.leaves[leaf].shape), kind)
+                                             for leaf, kind in sources])
+            layered = isinstance(key, tuple)
+
+            def move(*arrays, name=name, sources=sources, layered=layered):
+                w = _assemble(list(arrays), sources) if layered else arrays[0]
+                return _fix(name, w, c, style).astype(dtype)
+
+            out = jax.jit(move, out_shardings=target)(*arrays)
+        if tuple(out.shape) != tuple(shape):
+            raise CheckpointError(f"{tree.items}: parameter {name} assembled as {list(out.shape)}, "
+                                  f"expected {list(shape)}")
+        if isinstance(key, tuple):
+            params["layers"][name] = out
+        else:
+            params[name] = out
+    return params

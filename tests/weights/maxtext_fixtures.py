@@ -1,0 +1,147 @@
+"""MaxText-layout checkpoints written in-test with plain Orbax, from Hugging Face tensors, in the tree layout
+MaxText's converter writes (../shared/specs/maxtext_reference.md §3 and §6): no MaxText install needed.
+
+The forward transformations here are the ones the spec measured on MaxText's to_maxtext output; the
+reader (jaxeval.weights.maxtext_params) must undo them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def interleave(w):
+    """Hugging Face's half-split RoPE dims -> LLaMARotaryEmbedding's interleaved pairs (last axis)."""
+    h = w.shape[-1] // 2
+    return np.stack([w[..., :h], w[..., h:]], -1).reshape(w.shape)
+
+
+def layer_leaves(t: dict, i: int, c: dict, family: str) -> dict:
+    """One HF layer's tensors as a MaxText layer's leaves (nested dict), per family."""
+    p = f"model.layers.{i}."
+    e, h, kv, d = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    q = t[p + "self_attn.q_proj.weight"].T.reshape(e, h, d)
+    k = t[p + "self_attn.k_proj.weight"].T.reshape(e, kv, d)
+    if family == "llama31":
+        q = interleave(q) / np.sqrt(np.float32(d))
+        k = interleave(k)
+    attn = {"query": {"kernel": q}, "key": {"kernel": k},
+            "value": {"kernel": t[p + "self_attn.v_proj.weight"].T.reshape(e, kv, d)},
+            "out": {"kernel": t[p + "self_attn.o_proj.weight"].T.reshape(h, d, e)}}
+    mlp = {"wi_0": {"kernel": t[p + "mlp.gate_proj.weight"].T}, "wi_1": {"kernel": t[p + "mlp.up_proj.weight"].T},
+           "wo": {"kernel": t[p + "mlp.down_proj.weight"].T}}
+    if family == "llama31":
+        return {"self_attention": attn, "mlp": mlp,
+                "pre_self_attention_layer_norm": {"scale": t[p + "input_layernorm.weight"]},
+                "post_self_attention_layer_norm": {"scale": t[p + "post_attention_layernorm.weight"]}}
+    one = np.float32(1.0)
+    attn |= {"query_norm": {"scale": t[p + "self_attn.q_norm.weight"] + one},
+             "key_norm": {"scale": t[p + "self_attn.k_norm.weight"] + one}}
+    return {"self_attention": attn, "mlp": mlp,
+            "pre_self_attention_norm": {"scale": t[p + "input_layernorm.weight"] + one},
+            "post_self_attention_norm": {"scale": t[p + "post_attention_layernorm.weight"] + one},
+            "pre_ffw_norm": {"scale": t[p + "pre_feedforward_layernorm.weight"] + one},
+            "post_ffw_norm": {"scale": t[p + "post_feedforward_layernorm.weight"] + one}}
+
+
+def _stack(trees: list, axis: int = 1):
+    if isinstance(trees[0], dict):
+        return {k: _stack([t[k] for t in trees], axis) for k in trees[0]}
+    return np.stack(trees, axis=axis)
+
+
+def maxtext_params(t: dict, c: dict, family: str, scanned: bool) -> dict:
+    """HF tensors -> MaxText's Linen parameter tree (decoder, token_embedder)."""
+    n = c["num_hidden_layers"]
+    layers = [layer_leaves(t, i, c, family) for i in range(n)]
+    decoder: dict = {"decoder_norm": {"scale": t["model.norm.weight"]}}
+    embed = t["model.embed_tokens.weight"]
+    if family == "gemma3":
+        decoder["decoder_norm"]["scale"] = decoder["decoder_norm"]["scale"] + np.float32(1.0)
+        # the converter's normalizer, rounded to bfloat16 (GEMMA3_..._HOOK_FN pad_and_scale_embedding)
+        embed = embed * np.float32(np.asarray(c["hidden_size"] ** 0.5, dtype=np.float32).astype("bfloat16"))
+        blocks = n // 6
+        if scanned:
+            decoder["layers"] = {f"layers_{k}": _stack([layers[6 * j + k] for j in range(blocks)]) for k in range(6)}
+            decoder["layers_remainder"] = {f"layers_{j}": layers[6 * blocks + j] for j in range(n % 6)}
+        else:
+            decoder |= {f"layers_{i}": layer for i, layer in enumerate(layers)}
+    else:
+        decoder["logits_dense"] = {"kernel": t["lm_head.weight"].T}
+        if scanned:
+            decoder["layers"] = _stack(layers)
+        else:
+            decoder |= {f"layers_{i}": layer for i, layer in enumerate(layers)}
+    return {"decoder": decoder, "token_embedder": {"embedding": embed}}
+
+
+def save_items(folder, tree: dict) -> None:
+    import orbax.checkpoint as ocp
+
+    ocp.PyTreeCheckpointer().save(str(folder), tree)
+
+
+def training_state(params: dict, step: int = 3) -> dict:
+    """A training run's items: step, params/params, Adam's mu and nu (here marked by their values), count."""
+    mu = {"params": _map(params, lambda a: np.full_like(a, 7.0))}
+    nu = {"params": _map(params, lambda a: np.full_like(a, 9.0))}
+    return {"step": np.int32(step), "params": {"params": params},
+            "opt_state": {"0": {"count": np.int32(step), "mu": mu, "nu": nu}}}
+
+
+def nnx_values(params: dict) -> dict:
+    """generate_param_only_checkpoint's NNX tree: every leaf under `value`, no params wrapper."""
+    return _map(params, lambda a: {"value": a})
+
+
+def _map(tree, f):
+    return {k: _map(v, f) for k, v in tree.items()} if isinstance(tree, dict) else f(tree)
+
+
+GEMMA3_TEXT = {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"], "vocab_size": 64,
+               "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 7, "num_attention_heads": 4,
+               "num_key_value_heads": 2, "head_dim": 8, "query_pre_attn_scalar": 8, "rms_norm_eps": 1e-6,
+               "sliding_window": 8, "max_position_embeddings": 4096, "hidden_activation": "gelu_pytorch_tanh",
+               "tie_word_embeddings": True, "final_logit_softcapping": None, "attn_logit_softcapping": None,
+               "layer_types": ["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"],
+               "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                                   "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}}}
+
+
+def gemma3_tensors(c: dict, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    v, d, f = c["vocab_size"], c["hidden_size"], c["intermediate_size"]
+    h, kv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+
+    def w(*shape):
+        return (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+
+    def norm(n):
+        return (0.2 * rng.standard_normal(n)).astype(np.float32)
+
+    t = {"model.embed_tokens.weight": w(v, d), "model.norm.weight": norm(d)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t |= {p + "self_attn.q_proj.weight": w(h * hd, d), p + "self_attn.k_proj.weight": w(kv * hd, d),
+              p + "self_attn.v_proj.weight": w(kv * hd, d), p + "self_attn.o_proj.weight": w(d, h * hd),
+              p + "self_attn.q_norm.weight": norm(hd), p + "self_attn.k_norm.weight": norm(hd),
+              p + "mlp.gate_proj.weight": w(f, d), p + "mlp.up_proj.weight": w(f, d), p + "mlp.down_proj.weight": w(d, f),
+              p + "input_layernorm.weight": norm(d), p + "post_attention_layernorm.weight": norm(d),
+              p + "pre_feedforward_layernorm.weight": norm(d), p + "post_feedforward_layernorm.weight": norm(d)}
+    return t
+
+
+def from_ours(params: dict, head_dim: int) -> dict:
+    """jaxeval's own Llama parameters -> MaxText's llama2-block tree, scanned (query scale folded in, no interleave:
+    MaxText's llama2/llama3 model_names rotate half-split dims like Hugging Face)."""
+    layers = {k: np.moveaxis(np.asarray(v), 0, 1) for k, v in params["layers"].items()}
+    return {"token_embedder": {"embedding": np.asarray(params["embed"])},
+            "decoder": {"decoder_norm": {"scale": np.asarray(params["final_norm"])},
+                        "logits_dense": {"kernel": np.asarray(params["lm_head"])},
+                        "layers": {"self_attention": {"query": {"kernel": layers["wq"] / np.sqrt(np.float32(head_dim))},
+                                                      "key": {"kernel": layers["wk"]}, "value": {"kernel": layers["wv"]},
+                                                      "out": {"kernel": layers["wo"]}},
+                                   "mlp": {"wi_0": {"kernel": layers["w_gate"]}, "wi_1": {"kernel": layers["w_up"]},
+                                           "wo": {"kernel": layers["w_down"]}},
+                                   "pre_self_attention_layer_norm": {"scale": layers["attn_norm"]},
+                                   "post_self_attention_layer_norm": {"scale": layers["mlp_norm"]}}}}
