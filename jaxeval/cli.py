@@ -95,6 +95,10 @@ def cmd_run(args) -> int:
     random.seed(args.seed)
     np.random.seed(args.seed)
     del args.parser
+    if getattr(args, "steps", None):  # a training run's checkpoint folder, one run per step (jaxeval/series.py)
+        from jaxeval.series import run_series
+
+        return run_series(args, tasks, _load)
     return run_suite(args, tasks, _load)
 
 
@@ -209,6 +213,15 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     p.add_argument("--host_split", choices=("auto", "on", "off"), default="auto",
                    help="multi-host: each process computes its share of the samples (auto: unless "
                         "the --mesh spans hosts, when every process must run every sample)")
+    p.add_argument("--steps", default=None, metavar="{all,latest,every:N,STEP,...}",
+                   help="--model is a training run's checkpoint folder (RUN/checkpoints): score each committed "
+                        "step it selects, one results file per step and a series file (jaxeval/series.py)")
+    p.add_argument("--watch", action="store_true", help="with --steps: wait for new steps as they are committed")
+    p.add_argument("--watch_poll", type=float, default=30.0, help="--watch: seconds between looks (0.1 to 600)")
+    p.add_argument("--watch_max_wait", type=float, default=3600.0,
+                   help="--watch: stop when no new step has been committed for this many seconds")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="with --steps: write each step's scores to DIR as TensorBoard scalars at their step")
     from jaxeval.judges.options import add_judge_arguments
 
     add_judge_arguments(p)  # any benchmark's judges

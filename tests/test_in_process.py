@@ -5,38 +5,17 @@ import json
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-import optax
 import pytest
 from flax import nnx
 
 import jaxeval
 from jaxeval.api import load_tokenizer_from
-from jaxeval.benchmarks.agent_bench.data import SHIPPED_DATA, load_split
 from jaxeval.cli import EMBEDDED_MODEL
 from jaxeval.engine.compiles import compile_counts
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import Decoder
-
-TINY = dict(model_type="llama", vocab_size=4096, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-            num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16384, eos_token_id=0)
-FACTS = {"agent_bench_sets": "facts"}
-LEAF = "agent_bench/facts/8k"
-
-
-def _train_step():
-    @nnx.jit
-    def step(model, optimizer, batch):
-        def loss_fn(model):
-            logits = model(batch[:, :-1])
-            return optax.softmax_cross_entropy_with_integer_labels(logits, batch[:, 1:]).mean()
-
-        loss, grads = nnx.value_and_grad(loss_fn)(model)
-        optimizer.update(model, grads)
-        return loss
-
-    return step
+from tests.training_loop import FACTS, LEAF, TINY, training
 
 
 class _Compiles:
@@ -56,16 +35,8 @@ class _Compiles:
 def test_evaluate_from_a_training_loop_scores_move_and_compile_once(tmp_path):
     config = config_from_hf(TINY)
     tokenizer = load_tokenizer_from(EMBEDDED_MODEL)
-    ids = np.asarray(tokenizer(load_split(SHIPPED_DATA, "facts", "8k")[1].text)["input_ids"])
-    model = Decoder(config, rngs=nnx.Rngs(0))
-    optimizer = nnx.Optimizer(model, optax.adam(3e-3), wrt=nnx.Param)
-    train_step, rng, compiles = _train_step(), np.random.default_rng(0), _Compiles()
-    scores, counts = [], []
-    for step in range(41):
-        starts = rng.integers(0, len(ids) - 129, 8)
-        train_step(model, optimizer, jnp.asarray(np.stack([ids[s:s + 129] for s in starts])))
-        if step % 20:
-            continue
+    compiles, scores, counts = _Compiles(), [], []
+    for step, model in training(40, 20):
         compiles.active = step > 0  # the first call compiles the engine's steps; no later one may
         before = model.embed.get_value()
         results = jaxeval.evaluate(params=model, config=config, tokenizer=tokenizer, tasks="agent_bench",

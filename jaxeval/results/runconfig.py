@@ -22,7 +22,8 @@ KV_FLAGS = ("kv_cache", "kv_sinks", "kv_window", "kv_budget", "kv_observe", "kv_
 NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", *KV_FLAGS, "batch_size", "output_path",
                         "out", "log_samples", "log_samples_prompts", "batch_size_auto", "config", "host_split", "func", "command", "journal", "journal_mode",
                         "model_args", "judge_timeout", "judge_retries", "judge_max_failures",
-                        "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json"})  # the plan's
+                        "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json",
+                        "steps", "watch", "watch_poll", "watch_max_wait", "tensorboard"})  # the plan's
 # --reference and its bootstrap settings: a report made after the run, never part of it
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode", "reference", "bootstrap", "bootstrap_seed",
                           "ci"})
