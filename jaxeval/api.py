@@ -143,7 +143,7 @@ def default_dtype() -> str:
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
                prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True,
                quantize: str | None = None, quant_group: int = DEFAULT_GROUP, dequantize: bool = False,
-               kv_cache: KVPolicy | str | None = None, **config_overrides) -> Model:
+               kv_cache: KVPolicy | str | None = None, mapping=None, **config_overrides) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
 
     config_overrides replace config.json fields, as model cards enable long context, e.g.
@@ -162,6 +162,9 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     kv_cache: a KV-cache policy for reads and generation (jaxeval.models.kv_policy): "int8", "fp8",
     "streaming", "snapkv" (their default settings) or a KVPolicy; None or "exact": the exact cache.
     It is recorded (Model.kv_cache) and part of the fingerprint.
+    mapping: another trainer's parameter tree read through a declarative mapping (a YAML / JSON file, a
+    dict, or a built-in's name such as "easydel"; jaxeval.weights.mapping): the folder holds its config.json
+    and the tree (an Orbax PyTree checkpoint, or EasyDeL's save_pretrained folder).
     lm_head=False: a trunk-only checkpoint (a sentence-embedding model): no LM head is read and the
     embedding stands in for it, so only final_states() means anything.
     The weights are read straight into their shardings (jaxeval.models.sharding), each process
@@ -196,17 +199,31 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                          context_parallel=not is_hybrid(config))
         check_mesh_fits(config, mesh, prefill_chunk)
         targets = param_shardings(param_shapes(config), mesh, param_axes(config))
-    params, quantization = _load_params(folder, config, dtype, source, targets, quantization, quant_group,
-                                        dequantize, mesh)
+    mapped = None
+    if mapping is not None:  # another trainer's tree (jaxeval/weights/mapped.py)
+        from jaxeval.weights.mapped import load_mapped_params
+
+        if quantization:
+            raise ConfigError("load_model: quantize with mapping= is not supported (load, then quantize a converted copy)")
+        params, mapped = load_mapped_params(folder, mapping, config, np.dtype(jnp.dtype(DTYPES[dtype])), targets)
+    else:
+        params, quantization = _load_params(folder, config, dtype, source, targets, quantization, quant_group,
+                                            dequantize, mesh)
     module = build_module(config, params, dtype)
     tokenizer = None
     if load_tokenizer:
         tokenizer = load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder)
     return Model(module=module, tokenizer=tokenizer, path=str(path), dtype=dtype,
-                 fingerprint=fingerprint(folder, dtype, gguf, quantization, kv_label), attention=attention,
+                 fingerprint=_with_mapping(fingerprint(folder, dtype, gguf, quantization, kv_label), mapped),
+                 attention=attention,
                  prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides, quantization=quantization,
                  generation_eos_ids=generation_eos_ids(folder), kv_cache=kv_label)
+
+
+def _with_mapping(fingerprint_: str, mapped: str | None) -> str:
+    """A mapped tree's fingerprint also covers the mapping and the tree's files (not in weight_files)."""
+    return fingerprint_ if mapped is None else hashlib.sha256(f"{fingerprint_}:{mapped}".encode()).hexdigest()[:16]
 
 
 def _load_params(folder: Path, config: ModelConfig, dtype: str, source, targets, quantize: str | None,

@@ -54,6 +54,9 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
                    help="snapkv: the prompt's last tokens whose attention votes, all kept (32)")
     p.add_argument("--kv_kernel", type=int, default=None, help="snapkv: pooling width of the votes, odd (7)")
     p.add_argument("--kv_pool", choices=("max", "avg"), default=None, help="snapkv: vote pooling (max)")
+    p.add_argument("--mapping", default=None, metavar="FILE|NAME",
+                   help="another JAX trainer's checkpoint: a mapping (YAML / JSON file, or a built-in: easydel) from "
+                        "its tree onto jaxeval's parameters (docs/training.md)")
     p.add_argument("--mesh", default=None,
                    help="device mesh, e.g. data=2,tensor=2,context=2 (axes data, fsdp, tensor, context; unnamed = 1), "
                         "or auto; default: one device. Multi-host: set JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, "
@@ -72,7 +75,7 @@ def _load(args):
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), quantize=getattr(args, "quantize", None),
                       quant_group=getattr(args, "quant_group", 128), dequantize=getattr(args, "dequantize", False),
-                      kv_cache=kv_cache, **getattr(args, "config_overrides", {}))
+                      kv_cache=kv_cache, mapping=getattr(args, "mapping", None), **getattr(args, "config_overrides", {}))
 
 
 def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:

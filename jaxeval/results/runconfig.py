@@ -23,7 +23,8 @@ NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", *KV_FL
                         "out", "log_samples", "log_samples_prompts", "batch_size_auto", "config", "host_split", "func", "command", "journal", "journal_mode",
                         "model_args", "judge_timeout", "judge_retries", "judge_max_failures",
                         "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json",
-                        "steps", "watch", "watch_poll", "watch_max_wait", "tensorboard"})  # the plan's
+                        "steps", "watch", "watch_poll", "watch_max_wait", "tensorboard",
+                        "mapping"})  # mapping: the model fingerprint holds it  # the plan's
 # --reference and its bootstrap settings: a report made after the run, never part of it
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode", "reference", "bootstrap", "bootstrap_seed",
                           "ci"})
@@ -190,7 +191,7 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
     actions = {a.dest: a for a in parser._actions}
     model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh", "quantize", "quant_group",
-                   "dequantize", *KV_FLAGS} & set(actions)
+                   "dequantize", "mapping", *KV_FLAGS} & set(actions)
     args.config_overrides = {}  # config.json fields (CONFIG_OVERRIDES): hashed into the run and recorded
     for key, value in parse_model_args(args.model_args).items():
         dest = "model" if key == "pretrained" else key

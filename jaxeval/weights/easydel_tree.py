@@ -1,0 +1,2 @@
+def is_easydel_tree(folder):
+    return False
