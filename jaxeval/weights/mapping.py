@@ -6,6 +6,8 @@ A mapping is a YAML or JSON file (or a dict, or a built-in's name: jaxeval.weigh
     version: 1
     checkpoint: params            # where the tree is, inside the model folder (default: the folder itself)
     ignore: ["opt_state/*"]       # source leaves read by no parameter and not an error (fnmatch patterns)
+    unused_rules: error           # or ignore: rules for parameters the config lacks drop out (one mapping
+                                  # for several families), their sources left unread
     params:                       # jaxeval parameter path (jaxeval.models.param_layout) -> its source
       embed:       {from: tok_embed/embedding}
       final_norm:  {from: norm/scale}
@@ -44,6 +46,7 @@ from jaxeval.weights.param_tree import expected_shapes, unflatten
 
 FORMAT, VERSION = "jaxeval-mapping", 1
 RULE_KEYS = {"from", "transpose", "split", "scale", "offset", "stacked_axis"}
+MAPPING_KEYS = {"format", "version", "checkpoint", "ignore", "params", "unused_rules"}
 
 
 def load_mapping(mapping) -> dict:
@@ -53,7 +56,7 @@ def load_mapping(mapping) -> dict:
 
     where = "mapping"
     if isinstance(mapping, (str, Path)) and str(mapping) in BUILTIN:
-        where, mapping = f"built-in mapping {mapping!r}", BUILTIN[str(mapping)]
+        where, mapping = f"built-in mapping {str(mapping)!r}", BUILTIN[str(mapping)]
     elif isinstance(mapping, (str, Path)):
         where = str(mapping)
         path = Path(mapping)
@@ -72,9 +75,15 @@ def load_mapping(mapping) -> dict:
                               f"({' '.join(str(e).split())})") from None
     if not isinstance(mapping, dict):
         raise ConfigError(f"{where}: a mapping is an object with 'params', got {type(mapping).__name__}")
+    mapping = {k: (dict(v) if isinstance(v, dict) else v) for k, v in mapping.items() if k != "where"}
     if mapping.get("format", FORMAT) != FORMAT or mapping.get("version", VERSION) != VERSION:
         raise ConfigError(f"{where}: format {mapping.get('format')!r} version {mapping.get('version')!r}, expected "
                           f"{FORMAT!r} version {VERSION}")
+    unknown = set(mapping) - MAPPING_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} (known: {', '.join(sorted(MAPPING_KEYS))})")
+    if mapping.get("unused_rules", "error") not in ("error", "ignore"):
+        raise ConfigError(f"{where}: unused_rules must be error or ignore, got {mapping['unused_rules']!r}")
     params = mapping.get("params")
     if not isinstance(params, dict) or not params:
         raise ConfigError(f"{where}: 'params' must be a non-empty object (jaxeval path -> source rule)")
@@ -93,12 +102,21 @@ def load_mapping(mapping) -> dict:
     return {**mapping, "params": params, "ignore": ignore, "where": where}
 
 
+def unused_sources(mapping: dict, config: ModelConfig) -> list[str]:
+    """Source patterns of the rules for parameters this config lacks (with unused_rules: ignore): such a
+    leaf, if the checkpoint holds it, is left unread (a tied model's saved head)."""
+    if mapping.get("unused_rules") != "ignore":
+        return []
+    want = expected_shapes(config)
+    return [rule["from"].replace("{layer}", "*") for ours, rule in mapping["params"].items() if ours not in want]
+
+
 def source_paths(mapping: dict, config: ModelConfig) -> dict[str, list[str]]:
     """jaxeval path -> the source paths it reads (one per layer for a "{layer}" rule); every jaxeval
     parameter of the config needs a rule."""
     want = expected_shapes(config)
     for ours in mapping["params"]:
-        if ours not in want:
+        if ours not in want and mapping.get("unused_rules") != "ignore":
             raise CheckpointError(f"{mapping['where']}: params.{ours} is no parameter of this config "
                                   f"(its parameters: {', '.join(want)})")
     out = {}
@@ -121,8 +139,9 @@ def check_sources(mapping: dict, config: ModelConfig, found: dict[str, tuple], w
             if path not in found:
                 raise CheckpointError(f"{where}: {path} (read for {ours}, expected shape "
                                       f"{list(expected_shapes(config)[ours])}) is missing from the checkpoint")
+    ignored = mapping["ignore"] + unused_sources(mapping, config)
     for path, shape in found.items():
-        if path not in used and not any(fnmatch.fnmatchcase(path, p) for p in mapping["ignore"]):
+        if path not in used and not any(fnmatch.fnmatchcase(path, p) for p in ignored):
             raise CheckpointError(f"{where}: {path} (shape {list(shape)}) is unmapped: no parameter reads it "
                                   "and 'ignore' does not name it")
 
