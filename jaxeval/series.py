@@ -54,6 +54,9 @@ def run_series(args, tasks: list[str], load_model) -> int:
     series_path = join(args.output_path, f"{stem}.series.json")
     series = load_series(series_path, run, tasks, hash_)
     last_news = time.monotonic()
+    if args.watch:
+        print(f"watching {run} for committed steps (a look every {args.watch_poll:g} s; stopping after "
+              f"{args.watch_max_wait:g} s without a new one, or on SIGTERM)", file=sys.stderr, flush=True)
     try:
         while True:
             available = committed_steps(run)

@@ -48,7 +48,7 @@ def test_evaluate_from_a_training_loop_scores_move_and_compile_once(tmp_path):
         scores.append(results["results"][LEAF]["mean_logprob"])
         counts.append(results["timing"]["compiles"])
     assert compiles.count == 0, f"{compiles.count} XLA compiles in the later evaluate calls"
-    assert counts[0] == counts[1] == counts[2] and counts[0]["prefill_chunk"] == 1
+    assert counts[0] == counts[1] == counts[2] and counts[0]["prefill_chunk"] >= 1  # per process, so far
     assert scores[0] < scores[1] - 5 < scores[2] - 10, scores  # training on the documents lifts the answers' log p
 
 

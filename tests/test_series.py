@@ -59,6 +59,10 @@ def test_steps_selection_and_commit_rules(run_folder, tmp_path):
         (gcs_style / str(step)).mkdir(parents=True)
     (gcs_style / "1" / "commit_success.txt").write_text("ok")
     assert list(committed_steps(gcs_style)) == [1]  # commit files in use: step 2 has none yet
+    easydel_style = tmp_path / "trainer"
+    for name in ("run-500", "run-1000", "run-1500.orbax-checkpoint-tmp-9", "logs"):
+        (easydel_style / name).mkdir(parents=True)
+    assert {s: f.name for s, f in committed_steps(easydel_style).items()} == {500: "run-500", 1000: "run-1000"}
 
 
 def test_series_scores_every_committed_step_then_skips_them(run_folder, tmp_path, capsys):
@@ -121,8 +125,12 @@ def test_watch_stops_on_sigterm_and_at_its_max_wait(tmp_path):
     finished = subprocess.run(argv + ["--watch_max_wait", "1"], env=env, capture_output=True, text=True, timeout=120)
     assert finished.returncode == 0 and "no new committed step in 1 s; stopping" in finished.stderr
     proc = subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)  # past start-up: it is polling
+    lines = []
+    while not any(line.startswith("watching ") for line in lines):  # past start-up: it is polling
+        lines.append(proc.stderr.readline())
+        assert lines[-1] or proc.poll() is None, "".join(lines)
+    time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    err = "".join(lines) + proc.communicate(timeout=60)[1]
     assert proc.returncode == 143
     assert "jaxeval: terminated (SIGTERM) while watching" in err.strip().splitlines()[-1]

@@ -1,7 +1,8 @@
 """A training run's checkpoint steps: which step folders are committed, and which a --steps selection picks.
 
 A run's checkpoint folder holds one folder per step, named by the step number (Orbax's
-CheckpointManager, MaxText's RUN/checkpoints/<step>/items, jaxeval's own layout per step).
+CheckpointManager, MaxText's RUN/checkpoints/<step>/items, jaxeval's own layout per step) or run-<step>
+(EasyDeL's Trainer, whose step folders read with --mapping easydel).
 Orbax commits a step in one of two ways (orbax/checkpoint/_src/path/atomicity.py):
   - atomic rename (its default on local disks): the step is written as
     `<step>.orbax-checkpoint-tmp-<timestamp>` (an item inside as `<item>.orbax-checkpoint-tmp-...`)
@@ -22,7 +23,7 @@ from jaxeval.errors import ConfigError
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"  # orbax atomicity_types.TMP_DIR_SUFFIX
 COMMIT_FILE = "commit_success.txt"  # orbax atomicity_types.COMMIT_SUCCESS_FILE
-_STEP = re.compile(r"\d+")
+_STEP = re.compile(r"(?:run-)?(\d+)")  # <step> (Orbax, MaxText, jaxeval) or run-<step> (EasyDeL's Trainer)
 
 
 def parse_steps(text: str) -> tuple[str, object]:
@@ -44,7 +45,7 @@ def parse_steps(text: str) -> tuple[str, object]:
 
 def step_folders(run: Path) -> dict[int, Path]:
     """Every step folder of a run's checkpoint folder, committed or not: step -> folder."""
-    return {int(p.name): p for p in run.iterdir() if p.is_dir() and _STEP.fullmatch(p.name)}
+    return {int(m.group(1)): p for p in run.iterdir() if p.is_dir() and (m := _STEP.fullmatch(p.name))}
 
 
 def uses_commit_files(run: Path) -> bool:
