@@ -45,3 +45,28 @@ def test_easydel_leaf_of_the_wrong_shape_is_named(tmp_path):
     with pytest.raises(CheckpointError, match=r"model/layers/0/mlp/gate_proj/kernel \(for layers/w_gate\): has "
                                               r"shape \[64, 96\], expected \[64, 128\]"):
         jaxeval.load_model(copy, "float32", mapping="easydel", load_tokenizer=False)
+
+
+def test_easydel_trainer_steps_score_through_the_series(tmp_path, capsys):
+    """run-<step> folders (EasyDeL's Trainer) as a step series with --mapping easydel, on the command line."""
+    import json
+    import shutil
+
+    from jaxeval.cli import EMBEDDED_MODEL, main
+
+    folder = FIXTURES / "llama"
+    if not (folder / "tensorstore_index.json").is_file():
+        pytest.skip(f"no EasyDeL fixture at {folder}")
+    run = tmp_path / "trainer"
+    for step in (100, 200):
+        shutil.copytree(folder, run / f"run-{step}")
+        for name in ("tokenizer.json", "tokenizer_config.json"):  # EasyDeL saves no tokenizer: the user adds it
+            shutil.copy(EMBEDDED_MODEL / name, run / f"run-{step}" / name)
+    # the fixture's config says 4,096 positions; the sample's texts are 8k (plain RoPE reads on)
+    assert main(["run", "--model", str(run), "--steps", "all", "--mapping", "easydel", "--tasks", "agent_bench",
+                 "--model_args", "max_position_embeddings=16384",
+                 "--limit", "1", "--agent_bench_sets", "facts", "--output_path", str(tmp_path / "out")]) == 0
+    (series,) = (tmp_path / "out").glob("*.series.json")
+    steps = json.loads(series.read_text())["steps"]
+    assert list(steps) == ["100", "200"]
+    assert steps["100"]["scores"] == steps["200"]["scores"]  # the same weights at both steps
