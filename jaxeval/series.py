@@ -18,7 +18,8 @@ from pathlib import Path
 
 from jaxeval.errors import ConfigError
 from jaxeval.interrupt import Terminated, checkpoint, message
-from jaxeval.weights.steps import check_run_folder, committed_steps, parse_steps, pending_steps, select_steps
+from jaxeval.weights.steps import (check_run_folder, committed_steps, parse_steps, pending_steps, select_steps,
+                                   step_model)
 
 SERIES_FORMAT, SERIES_VERSION = "jaxeval-series", 1
 POLL_LIMITS = (0.1, 600.0)  # --watch_poll seconds, bounded both ways
@@ -65,9 +66,9 @@ def run_series(args, tasks: list[str], load_model) -> int:
                 todo = []
             for step in todo:
                 checkpoint()
-                print(f"step {step}: evaluating {available[step]}", file=sys.stderr)
+                print(f"step {step}: evaluating {step_model(available[step])}", file=sys.stderr)
                 step_args = copy.copy(args)
-                step_args.model = str(available[step])
+                step_args.model = str(step_model(available[step]))
                 step_args.out = join(args.output_path, stem, f"step-{step}.json")
                 code = run_suite(step_args, tasks, load_model)
                 if code != 0:

@@ -14,7 +14,7 @@ import pytest
 
 from jaxeval.cli import EMBEDDED_MODEL, main
 from jaxeval.models.checkpoint import save_checkpoint
-from jaxeval.weights.steps import committed_steps, parse_steps, select_steps
+from jaxeval.weights.steps import committed_steps, parse_steps, select_steps, step_model
 from tests.training_loop import LEAF, TINY, training
 
 FLAGS = ["--tasks", "agent_bench", "--limit", "1", "--agent_bench_sets", "facts"]
@@ -59,6 +59,9 @@ def test_steps_selection_and_commit_rules(run_folder, tmp_path):
         (gcs_style / str(step)).mkdir(parents=True)
     (gcs_style / "1" / "commit_success.txt").write_text("ok")
     assert list(committed_steps(gcs_style)) == [1]  # commit files in use: step 2 has none yet
+    (gcs_style / "1" / "items").mkdir()  # an Orbax CheckpointManager step (MaxText): --model reads its item
+    assert step_model(gcs_style / "1") == gcs_style / "1" / "items"
+    assert step_model(run_folder / "20") == run_folder / "20"  # a model folder of its own
     easydel_style = tmp_path / "trainer"
     for name in ("run-500", "run-1000", "run-1500.orbax-checkpoint-tmp-9", "logs"):
         (easydel_style / name).mkdir(parents=True)

@@ -72,6 +72,14 @@ def pending_steps(run: Path) -> list[str]:
     return sorted(named + [str(s) for s, f in step_folders(run).items() if not is_committed(f, commit_files)])
 
 
+def step_model(folder: Path) -> Path:
+    """What --model reads for one step: the step folder, or its `items` item where the step is an Orbax
+    CheckpointManager step holding nothing else a model folder has (MaxText's RUN/checkpoints/<step>/items)."""
+    if (folder / "items").is_dir() and not (folder / "config.json").is_file():
+        return folder / "items"
+    return folder
+
+
 def select_steps(available: list[int], kind: str, argument) -> list[int]:
     """The committed steps --steps picks: all; the latest; every multiple of N; or those listed that exist."""
     if kind == "all":

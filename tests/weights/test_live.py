@@ -12,6 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # a 4-device subprocess compiling for three layouts: about 100 s on 2 shared cores
 def test_live_parameters_on_a_mesh_stay_where_they_are():
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAXEVAL_")}
     env |= {"XLA_FLAGS": "--xla_force_host_platform_device_count=4", "JAX_PLATFORMS": "cpu",
