@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None, *, exit_process: bool | None = None) -> 
     the program): after a signal, end the process with os._exit once the output is flushed."""
     import contextlib
 
-    from jaxeval import interrupt
+    import jaxeval.interrupt as interrupt
 
     exit_process = argv is None if exit_process is None else exit_process
     argv = sys.argv[1:] if argv is None else list(argv)
