@@ -11,7 +11,6 @@ from flax import nnx
 import jaxeval
 from jaxeval.api import load_tokenizer_from
 from jaxeval.cli import EMBEDDED_MODEL
-from jaxeval.engine.compiles import compile_counts
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import Decoder
