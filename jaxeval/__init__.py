@@ -2,7 +2,7 @@
 
 import logging
 
-__all__ = ["Model", "load_model"]
+__all__ = ["Model", "load_model", "evaluate"]
 __version__ = "0.1.0"
 
 
@@ -19,6 +19,10 @@ logging.getLogger("transformers").addFilter(_NoTorchNotice())  # before transfor
 
 def __getattr__(name):
     # JAX is imported on first use only, so model-free commands (`jaxeval score`) start fast.
+    if name == "evaluate":  # live parameters from a training loop (jaxeval/in_process.py)
+        from jaxeval.in_process import evaluate
+
+        return evaluate
     if name in __all__:
         from jaxeval import api
 

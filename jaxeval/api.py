@@ -4,6 +4,7 @@ loader it calls: jaxeval.weights)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -150,7 +151,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True,
                quantize: str | None = None, quant_group: int = DEFAULT_GROUP, dequantize: bool = False,
                kv_cache: KVPolicy | str | None = None, maxtext_config=None, config: str | Path | None = None,
-               tokenizer: str | None = None, **config_overrides) -> Model:
+               tokenizer: str | None = None, mapping=None, **config_overrides) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
 
     config_overrides replace config.json fields, as model cards enable long context, e.g.
@@ -173,6 +174,9 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     shape from maxtext_config (MaxText's overrides as its command line takes them, "model_name=llama3.1-8b
     scan_layers=True ...", or a run's YAML path first) or config (a Hugging Face config.json), and its tokenizer
     from tokenizer, MaxText's tokenizer_path or the config's folder (jaxeval.weights.maxtext; docs/maxtext.md).
+    mapping: another trainer's parameter tree read through a declarative mapping (a YAML / JSON file, a
+    dict, or a built-in's name such as "easydel"; jaxeval.weights.mapping): the folder holds its config.json
+    and the tree (an Orbax PyTree checkpoint, or EasyDeL's save_pretrained folder).
     lm_head=False: a trunk-only checkpoint (a sentence-embedding model): no LM head is read and the
     embedding stands in for it, so only final_states() means anything.
     The weights are read straight into their shardings (jaxeval.models.sharding), each process
@@ -211,10 +215,17 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                          context_parallel=not is_hybrid(config))
         check_mesh_fits(config, mesh, prefill_chunk)
         targets = param_shardings(param_shapes(config), mesh, param_axes(config))
+    mapped = None
     if maxtext:
         if quantization:
             raise ConfigError(f"{path}: quantize={quantize} is not supported for MaxText checkpoints")
         params = load_maxtext_params(maxtext.tree, config, maxtext.style, np.dtype(jnp.dtype(DTYPES[dtype])), targets)
+    elif mapping is not None:  # another trainer's tree (jaxeval/weights/mapped.py)
+        from jaxeval.weights.mapped import load_mapped_params
+
+        if quantization:
+            raise ConfigError("load_model: quantize with mapping= is not supported (load, then quantize a converted copy)")
+        params, mapped = load_mapped_params(folder, mapping, config, np.dtype(jnp.dtype(DTYPES[dtype])), targets)
     else:
         params, quantization = load_params(folder, config, dtype, source, targets, quantization, quant_group,
                                            dequantize, mesh)
@@ -225,10 +236,15 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                            else load_gguf_tokenizer(gguf) if gguf else load_tokenizer_from(folder))
     return Model(module=module, tokenizer=model_tokenizer, path=str(path), dtype=dtype,
                  fingerprint=(maxtext_fingerprint(maxtext, dtype, kv_label) if maxtext
-                              else fingerprint(folder, dtype, gguf, quantization, kv_label)), attention=attention,
-                 prefill_chunk=prefill_chunk, mesh=mesh,
+                              else _with_mapping(fingerprint(folder, dtype, gguf, quantization, kv_label), mapped)),
+                 attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides, quantization=quantization,
                  generation_eos_ids=() if maxtext else generation_eos_ids(folder), kv_cache=kv_label)
+
+
+def _with_mapping(fingerprint_: str, mapped: str | None) -> str:
+    """A mapped tree's fingerprint also covers the mapping and the tree's files (not in weight_files)."""
+    return fingerprint_ if mapped is None else hashlib.sha256(f"{fingerprint_}:{mapped}".encode()).hexdigest()[:16]
 
 
 def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:

@@ -60,6 +60,9 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
     p.add_argument("--model_config", default=None,
                    help="a MaxText checkpoint's model config as a Hugging Face config.json (model_args key: config)")
     p.add_argument("--tokenizer", default=None, help="tokenizer folder or hub id (a MaxText checkpoint holds none)")
+    p.add_argument("--mapping", default=None, metavar="FILE|NAME",
+                   help="another JAX trainer's checkpoint: a mapping (YAML / JSON file, or a built-in: easydel) from "
+                        "its tree onto jaxeval's parameters (docs/training.md)")
     p.add_argument("--mesh", default=None,
                    help="device mesh, e.g. data=2,tensor=2,context=2 (axes data, fsdp, tensor, context; unnamed = 1), "
                         "or auto; default: one device. Multi-host: set JAXEVAL_COORDINATOR, JAXEVAL_NUM_PROCESSES, "
@@ -83,7 +86,7 @@ def _load(args):
                       quant_group=getattr(args, "quant_group", 128), dequantize=getattr(args, "dequantize", False),
                       kv_cache=kv_cache, maxtext_config=getattr(args, "maxtext_config", None),
                       config=getattr(args, "model_config", None), tokenizer=getattr(args, "tokenizer", None),
-                      **getattr(args, "config_overrides", {}))
+                      mapping=getattr(args, "mapping", None), **getattr(args, "config_overrides", {}))
 
 
 def _resolve_run(args, parser: argparse.ArgumentParser) -> list[str]:
@@ -106,6 +109,10 @@ def cmd_run(args) -> int:
     random.seed(args.seed)
     np.random.seed(args.seed)
     del args.parser
+    if getattr(args, "steps", None):  # a training run's checkpoint folder, one run per step (jaxeval/series.py)
+        from jaxeval.series import run_series
+
+        return run_series(args, tasks, _load)
     return run_suite(args, tasks, _load)
 
 
@@ -227,6 +234,15 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
     p.add_argument("--host_split", choices=("auto", "on", "off"), default="auto",
                    help="multi-host: each process computes its share of the samples (auto: unless "
                         "the --mesh spans hosts, when every process must run every sample)")
+    p.add_argument("--steps", default=None, metavar="{all,latest,every:N,STEP,...}",
+                   help="--model is a training run's checkpoint folder (RUN/checkpoints): score each committed "
+                        "step it selects, one results file per step and a series file (jaxeval/series.py)")
+    p.add_argument("--watch", action="store_true", help="with --steps: wait for new steps as they are committed")
+    p.add_argument("--watch_poll", type=float, default=30.0, help="--watch: seconds between looks (0.1 to 600)")
+    p.add_argument("--watch_max_wait", type=float, default=3600.0,
+                   help="--watch: stop when no new step has been committed for this many seconds")
+    p.add_argument("--tensorboard", default=None, metavar="DIR",
+                   help="with --steps: write each step's scores to DIR as TensorBoard scalars at their step")
     from jaxeval.judges.options import add_judge_arguments
 
     add_judge_arguments(p)  # any benchmark's judges
@@ -336,7 +352,7 @@ def main(argv: list[str] | None = None, *, exit_process: bool | None = None) -> 
     the program): after a signal, end the process with os._exit once the output is flushed."""
     import contextlib
 
-    from jaxeval import interrupt
+    import jaxeval.interrupt as interrupt
 
     exit_process = argv is None if exit_process is None else exit_process
     argv = sys.argv[1:] if argv is None else list(argv)

@@ -231,29 +231,8 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
                plan: dict | None = None) -> int:
     from jaxeval.engine.distributed import is_writer
     from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
-    from jaxeval.run.schema import add_task, empty_results, finish_results
 
-    from jaxeval.generation import note_overriding, overriding
-    from jaxeval.run.config import parse_gen_kwargs
-
-    results, samples, task_seconds = empty_results(), {}, {}
-    gen_kwargs = parse_gen_kwargs(getattr(args, "gen_kwargs", None))
-    for task, benchmark, settings in each_task(args, tasks):
-        checkpoint()
-        started = time.perf_counter()
-        with overriding(gen_kwargs) as overridden:  # --gen_kwargs in every generation of the task
-            result, table = benchmark.run(run_context(args, task, model, journal), settings)
-        journal.flush()
-        task_seconds[task] = round(time.perf_counter() - started, 3)
-        samples[task] = result.pop("sample_log", None)
-        add_task(results, task, result, note_overriding(benchmark.summarize(task, result), overridden))
-        print(f"\n{task}\n{table}")
-    journal.close()
-    checkpoint()
-    timing = {"wall_time_s": round(time.perf_counter() - t0, 3), "tasks_s": task_seconds,
-              "resumed_records": journal.resumed, "memory": measured_memory(), "compiles": compile_counts()}
-    finish_results(results, config=config, config_hash=hash_, model=model, run_name=name, journal=journal,
-                   timing=timing)
+    results, samples = task_results(args, tasks, model, journal, config, hash_, name, t0)
     if plan is not None:
         results["plan"] = _with_measured(plan, results)
     if is_writer():
@@ -267,6 +246,36 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
         print(f"jaxeval: error: {failure}", file=sys.stderr)
         return JUDGE_FAILURE_EXIT
     return 0
+
+
+def task_results(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float,
+                 show_tables: bool = True) -> tuple[dict, dict]:
+    """Run each task on the model -> (the results dict a run writes, {task: its --log_samples rows});
+    shared by `jaxeval run` and the in-process jaxeval.evaluate (jaxeval/in_process.py)."""
+    from jaxeval.generation import note_overriding, overriding
+    from jaxeval.run.config import parse_gen_kwargs
+    from jaxeval.run.schema import add_task, empty_results, finish_results
+
+    results, samples, task_seconds = empty_results(), {}, {}
+    gen_kwargs = parse_gen_kwargs(getattr(args, "gen_kwargs", None))
+    for task, benchmark, settings in each_task(args, tasks):
+        checkpoint()
+        started = time.perf_counter()
+        with overriding(gen_kwargs) as overridden:  # --gen_kwargs in every generation of the task
+            result, table = benchmark.run(run_context(args, task, model, journal), settings)
+        journal.flush()
+        task_seconds[task] = round(time.perf_counter() - started, 3)
+        samples[task] = result.pop("sample_log", None)
+        add_task(results, task, result, note_overriding(benchmark.summarize(task, result), overridden))
+        if show_tables:
+            print(f"\n{task}\n{table}")
+    journal.close()
+    checkpoint()
+    timing = {"wall_time_s": round(time.perf_counter() - t0, 3), "tasks_s": task_seconds,
+              "resumed_records": journal.resumed, "memory": measured_memory(), "compiles": compile_counts()}
+    finish_results(results, config=config, config_hash=hash_, model=model, run_name=name, journal=journal,
+                   timing=timing)
+    return results, samples
 
 
 def write_outputs(args, name: str, results: dict, samples: dict) -> None:

@@ -39,12 +39,14 @@ FLOORS = (
     ("run",),
     ("report", "results"),
     ("api",),
-    ("__init__", "embedding", "judges", "lm_eval"),
+    ("embedding", "judges", "lm_eval"),
     ("benchmarks", "serve", "curve"),
     ("tasks",),
     ("plan",),
-    ("bench", "suite"),
+    ("bench", "suite", "series"),
     ("cli",),
+    ("in_process",),  # jaxeval.evaluate: a run's flags parsed by the CLI's parser, on live parameters
+    ("__init__",),  # the package's face: load_model, Model, evaluate, re-exported lazily
 )
 IO_MODULES = ("jaxeval.inputs", "jaxeval.results.storage", "jaxeval.results.files", "jaxeval.benchmarks.files")
 

@@ -66,11 +66,11 @@ class JaxevalSide:
         import jax
 
         self.log = CompileLog()
-        import jaxeval
+        from jaxeval.api import load_model  # not the package: its __init__ reaches the run flow (evaluate)
 
         self.jax = jax
-        self.model = jaxeval.load_model(folder, dtype=options["dtype"], attention=options["attention"],
-                                        prefill_chunk=options["prefill_chunk"])
+        self.model = load_model(folder, dtype=options["dtype"], attention=options["attention"],
+                                prefill_chunk=options["prefill_chunk"])
         self.info = {"platform": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
                      "dtype": self.model.dtype, "jax": jax.__version__,
                      "parameters": int(sum(x.size for x in jax.tree.leaves(self.model._params)))}

@@ -23,7 +23,9 @@ KV_FLAGS = ("kv_cache", "kv_sinks", "kv_window", "kv_budget", "kv_observe", "kv_
 NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", *KV_FLAGS, "batch_size", "output_path",
                         "out", "log_samples", "log_samples_prompts", "batch_size_auto", "config", "host_split", "func", "command", "journal", "journal_mode",
                         "model_args", "judge_timeout", "judge_retries", "judge_max_failures",
-                        "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json"})  # the plan's
+                        "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json",
+                        "steps", "watch", "watch_poll", "watch_max_wait", "tensorboard",
+                        "mapping"})  # mapping: the model fingerprint holds it  # the plan's
 # --reference and its bootstrap settings: a report made after the run, never part of it
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode", "reference", "bootstrap", "bootstrap_seed",
                           "ci"})
@@ -189,7 +191,7 @@ def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) 
     actions = {a.dest: a for a in parser._actions}
     model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh", "quantize", "quant_group",
                    "maxtext_config", "model_config", "tokenizer",
-                   "dequantize", *KV_FLAGS} & set(actions)
+                   "dequantize", "mapping", *KV_FLAGS} & set(actions)
     args.config_overrides = {}  # config.json fields (CONFIG_OVERRIDES): hashed into the run and recorded
     for key, value in parse_model_args(args.model_args).items():
         dest = {"pretrained": "model", "config": "model_config"}.get(key, key)
