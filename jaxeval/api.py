@@ -268,7 +268,7 @@ def _rounded(params: dict, label: str | None, group: int, place=jnp.asarray) -> 
 def generation_eos_ids(folder: Path) -> tuple[int, ...]:
     """generation_config.json's eos_token_id (an id or a list of ids; transformers stops at each),
     () when the folder has no such file or field."""
-    from jaxeval.inputs import read_json
+    from jaxeval.io.inputs import read_json
 
     path = Path(folder) / "generation_config.json"
     if not path.is_file():
@@ -292,7 +292,7 @@ def build_module(config: ModelConfig, params: dict, dtype: str) -> Decoder:
 
 
 def resolve_model_path(path: str | Path) -> Path:
-    from jaxeval.results.storage import is_url, local_copy
+    from jaxeval.io.fs import is_url, local_copy
 
     if is_url(path):  # gs://bucket/model or any fsspec URL: copied once into the local cache
         return local_copy(str(path))

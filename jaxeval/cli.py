@@ -63,7 +63,7 @@ def _model_options(p: argparse.ArgumentParser, default_model: str | None):
 def _load(args):
     from jaxeval.api import load_model, resolve_model_path
     from jaxeval.engine.distributed import initialize_distributed
-    from jaxeval.inputs import check_model_folder
+    from jaxeval.io.inputs import check_model_folder
     from jaxeval.models.kv_policy import policy_of_flags
 
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.distributed)
@@ -134,7 +134,7 @@ def cmd_ls(args) -> int:
 
 def cmd_convert(args) -> int:
     from jaxeval.api import convert, resolve_model_path
-    from jaxeval.inputs import check_model_folder, check_output_file, writing
+    from jaxeval.io.inputs import check_model_folder, check_output_file, writing
 
     check_output_file(args.dst, what="convert: the destination", overwrite=False)
     check_model_folder(resolve_model_path(args.src))

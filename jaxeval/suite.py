@@ -24,7 +24,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     tasks' own output files writable, before anything is loaded; `validate` checks the same
     (create_output False: nothing made)."""
     from jaxeval.benchmarks.registry import run_tasks
-    from jaxeval.inputs import check_output_file, check_output_folder
+    from jaxeval.io.inputs import check_output_file, check_output_folder
     from jaxeval.judges.options import check_judge_arguments
     from jaxeval.plan.options import check_plan_arguments
     from jaxeval.results.runconfig import output_folder
@@ -271,10 +271,10 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
 
 def write_outputs(args, name: str, results: dict, samples: dict) -> None:
     """The results JSON and (--log_samples) one samples JSONL per task, each written atomically."""
-    from jaxeval.results.files import write_json_atomic
+    from jaxeval.io.json_files import write_json_atomic
     from jaxeval.results.runconfig import output_folder, results_path
     from jaxeval.results.schema import dumps_samples
-    from jaxeval.results.storage import join, write_text_atomic
+    from jaxeval.io.fs import join, write_text_atomic
 
     print(f"wrote {write_json_atomic(results_path(args, name), results)}")
     if not (args.log_samples or getattr(args, "log_samples_prompts", False)):
@@ -291,7 +291,7 @@ def validate_suite(args, tasks: list[str]) -> int:
     """Check what a run needs before it starts: every flag, the output path, the model's config
     and tokenizer (loaded, its chat template as the tasks need it), every record."""
     from jaxeval.api import load_tokenizer_from, resolve_model_path
-    from jaxeval.inputs import check_model_folder
+    from jaxeval.io.inputs import check_model_folder
     from jaxeval.models.config import load_hf_config
 
     check_run(args, tasks, create_output=False)

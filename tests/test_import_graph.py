@@ -9,9 +9,11 @@ Rules, and how imports are counted:
   the way are not edges: a thin `__init__` re-exporting its submodules is the intended shape,
   and it is cyclic only when a submodule takes names from the package itself.
 1. Layering: a module under jaxeval/models imports, of jaxeval, only jaxeval.models and the leaf
-   modules jaxeval.errors and jaxeval.inputs (never the engine, benchmarks, results, judges,
+   modules jaxeval.errors and the jaxeval.io package (never the engine, benchmarks, results, judges,
    metrics, the CLI or the API above it).
-2. No cycles among jaxeval modules.
+2. jaxeval.io, the input/output boundary, is the ground floor: of jaxeval it imports only
+   itself, jaxeval.errors and jaxeval.secrets.
+3. No cycles among jaxeval modules.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxeval"
-MODELS_MAY_IMPORT = ("jaxeval.models", "jaxeval.errors", "jaxeval.inputs")
+MODELS_MAY_IMPORT = ("jaxeval.models", "jaxeval.errors", "jaxeval.io")
+IO_MAY_IMPORT = ("jaxeval.io", "jaxeval.errors", "jaxeval.secrets")
 
 
 def module_files(package: Path) -> dict[str, Path]:
@@ -114,6 +117,14 @@ def test_models_import_nothing_above_them():
              if name.startswith("jaxeval.models") for target, line in found
              if not any(target == ok or target.startswith(ok + ".") for ok in MODELS_MAY_IMPORT)]
     assert not wrong, "\n".join(wrong)
+
+
+def test_io_is_the_ground_floor():
+    _, edges = import_graph(PACKAGE)
+    wrong = [f"{name} imports {target} (line {line})" for name, found in sorted(edges.items())
+             if name == "jaxeval.io" or name.startswith("jaxeval.io.") for target, line in found
+             if not any(target == ok or target.startswith(ok + ".") for ok in IO_MAY_IMPORT)]
+    assert any(name.startswith("jaxeval.io.") for name in edges) and not wrong, "\n".join(wrong)
 
 
 def test_no_import_cycles():

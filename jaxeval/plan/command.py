@@ -15,7 +15,7 @@ from jaxeval.plan.options import check_plan_arguments, judge_price
 def counting_model(args):
     """The CountingModel of --model: config (with --model_args overrides), tokenizer, EOS ids."""
     from jaxeval.api import generation_eos_ids, load_tokenizer_from, resolve_model_path
-    from jaxeval.inputs import check_model_folder
+    from jaxeval.io.inputs import check_model_folder
     from jaxeval.models.config import check_overrides, config_from_hf, load_hf_config
     from jaxeval.models.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
     from jaxeval.plan.counting import CountingModel
@@ -184,7 +184,7 @@ def run_plan(args, tasks: list[str], loaded_model=None) -> int:
     print(estimate_table(plan))
     text = json.dumps(plan, indent=2, default=float)
     if args.plan_json:
-        from jaxeval.results.storage import write_text_atomic
+        from jaxeval.io.fs import write_text_atomic
         print(f"wrote {write_text_atomic(args.plan_json, text + chr(10))}")
     else:
         print(text)

@@ -180,7 +180,7 @@ def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
 def read_results(path: str | Path) -> tuple[dict, dict, dict]:
     import json
 
-    from jaxeval.inputs import read_text
+    from jaxeval.io.inputs import read_text
 
     text = read_text(path, name="results file")
     if not text.strip():
@@ -196,7 +196,7 @@ def read_results(path: str | Path) -> tuple[dict, dict, dict]:
 
 def _url_folder(url: str) -> list[str] | None:
     """The *.json files directly in a folder URL (gs://bucket/evals), or None if not a folder."""
-    from jaxeval.results.storage import open_fs
+    from jaxeval.io.fs import open_fs
 
     fs, inner = open_fs(url)
     if not fs.isdir(inner):
@@ -207,7 +207,7 @@ def _url_folder(url: str) -> list[str] | None:
 
 def expand_paths(paths) -> list[str]:
     """Files as given (local or fsspec URLs); a folder stands for the *.json files directly in it."""
-    from jaxeval.results.storage import is_url
+    from jaxeval.io.fs import is_url
 
     files = []
     for given in map(str, paths):

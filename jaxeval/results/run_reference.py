@@ -33,7 +33,7 @@ def report_against_reference(args, name: str, results_path: str) -> str | None:
     """Write the comparison page beside the results; its path, or None (printed why)."""
     from jaxeval.results.report import build_report
     from jaxeval.results.runconfig import output_folder
-    from jaxeval.results.storage import is_url, join
+    from jaxeval.io.fs import is_url, join
 
     if not getattr(args, "reference", None):
         return None

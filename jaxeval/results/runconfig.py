@@ -9,8 +9,8 @@ import json
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.config import CONFIG_OVERRIDES, override_value
-from jaxeval.inputs import read_text
-from jaxeval.results.storage import join
+from jaxeval.io.inputs import read_text
+from jaxeval.io.fs import join
 
 # Shared flags that cannot change a single number of the results, or whose effect the model
 # fingerprint already holds (model; quantize, quant_group, dequantize: jaxeval.fingerprint's "quantization"

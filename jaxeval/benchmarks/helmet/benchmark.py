@@ -221,9 +221,9 @@ class Helmet(Benchmark):
         from pathlib import Path
 
         from jaxeval.benchmarks.helmet.rescore import read_keypoints, rescore
-        from jaxeval.inputs import score_output_folder
+        from jaxeval.io.inputs import score_output_folder
         from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
-        from jaxeval.results.files import write_json_atomic
+        from jaxeval.io.json_files import write_json_atomic
 
         from jaxeval.judges.options import check_judge_arguments
 

@@ -21,9 +21,9 @@ from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOpt
 from jaxeval.benchmarks.longbench_pro.scoring import check_row, score_row, summarize_rows
 from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
 from jaxeval.errors import DataError
-from jaxeval.inputs import read_json
-from jaxeval.results.files import write_json_atomic
-from jaxeval.results.storage import write_text_atomic
+from jaxeval.io.inputs import read_json
+from jaxeval.io.json_files import write_json_atomic
+from jaxeval.io.fs import write_text_atomic
 
 TASK = "longbench_pro"
 _SHARD = re.compile(r"_inference_(\d+)-of-(\d+)\.jsonl$")

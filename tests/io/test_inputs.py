@@ -1,4 +1,4 @@
-"""The input and output boundary (jaxeval/inputs.py): files a user gives that cannot be read,
+"""The input and output boundary (jaxeval/io/): files a user gives that cannot be read,
 are not UTF-8 or hold nothing, destinations that cannot be written or must not be overwritten,
 and flags the run would reject: each one line and exit status 2, in `validate` as in `run`."""
 
@@ -15,9 +15,9 @@ import pytest
 
 from jaxeval.cli import EMBEDDED_MODEL, main
 
-LONGBENCH_PRED = Path(__file__).parent / "benchmarks/longbench/data/official_eval/pred"
-AGENT_DATA = Path(__file__).resolve().parents[1] / "jaxeval/assets/agent_bench_sample"
-LONGBENCH_SAMPLE = Path(__file__).resolve().parents[1] / "jaxeval/assets/longbench_sample"
+LONGBENCH_PRED = Path(__file__).resolve().parents[1] / "benchmarks/longbench/data/official_eval/pred"
+AGENT_DATA = Path(__file__).resolve().parents[2] / "jaxeval/assets/agent_bench_sample"
+LONGBENCH_SAMPLE = Path(__file__).resolve().parents[2] / "jaxeval/assets/longbench_sample"
 
 
 def one_line_error(capsys, *names: str) -> str:

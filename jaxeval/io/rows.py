@@ -1,6 +1,6 @@
 """File readers shared by benchmark loaders; each row comes with its origin for error messages.
 
-They read through jaxeval.inputs, the one boundary for users' files: a file that cannot be read or
+They read through jaxeval.io.inputs, the one boundary for users' files: a file that cannot be read or
 is not UTF-8 is a DataError naming it (and its line)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from jaxeval.errors import DataError
-from jaxeval.inputs import describe_decode_error, open_input, reading
+from jaxeval.io.inputs import describe_decode_error, open_input, reading
 
 
 def read_parquet_rows(path: Path) -> Iterator[tuple[dict, str]]:

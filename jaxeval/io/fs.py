@@ -75,12 +75,6 @@ def write_text_atomic(path: str | Path, text: str) -> str:
     return str(target)
 
 
-def read_text(path: str | Path) -> str:
-    fs, inner = open_fs(path)
-    with fs.open(inner, "rb") as f:
-        return f.read().decode("utf-8")
-
-
 def local_copy(url: str, cache_dir: str | Path | None = None) -> Path:
     """A local folder with the contents of a remote model folder (gs://bucket/model), copied once
     into the cache (JAXEVAL_CACHE, default ~/.cache/jaxeval/models) and reused afterwards."""

@@ -56,7 +56,7 @@ def read_bytes(path, error: type[JaxevalError] = DataError) -> bytes:
 
 def read_text(path, error: type[JaxevalError] = DataError, name: str = "file") -> str:
     """The UTF-8 text of a local path or an fsspec URL."""
-    from jaxeval.results.storage import is_url, open_fs
+    from jaxeval.io.fs import is_url, open_fs
 
     with reading(path, error, name):
         if is_url(path):
@@ -94,7 +94,7 @@ def check_model_folder(folder) -> None:
 def check_output_folder(folder, what: str = "--output_path", create: bool = True) -> None:
     """A local output folder can be written: created (create) or else its nearest existing
     ancestor a writable folder; one line naming it when not."""
-    from jaxeval.results.storage import is_url
+    from jaxeval.io.fs import is_url
 
     if is_url(folder):
         return  # object stores: the first write says it
@@ -118,7 +118,7 @@ def check_output_folder(folder, what: str = "--output_path", create: bool = True
 
 def check_output_file(path, what: str = "--out", overwrite: bool = True, create: bool = True) -> None:
     """A file destination: its folder writable, and (overwrite False) nothing at the path yet."""
-    from jaxeval.results.storage import is_url
+    from jaxeval.io.fs import is_url
 
     if is_url(path):
         return
