@@ -134,7 +134,8 @@ def cmd_ls(args) -> int:
 
 def cmd_convert(args) -> int:
     from jaxeval.api import convert, resolve_model_path
-    from jaxeval.io.inputs import check_model_folder, check_output_file, writing
+    from jaxeval.io.inputs import check_model_folder
+    from jaxeval.io.outputs import check_output_file, writing
 
     check_output_file(args.dst, what="convert: the destination", overwrite=False)
     check_model_folder(resolve_model_path(args.src))

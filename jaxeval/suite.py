@@ -24,7 +24,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     tasks' own output files writable, before anything is loaded; `validate` checks the same
     (create_output False: nothing made)."""
     from jaxeval.benchmarks.registry import run_tasks
-    from jaxeval.io.inputs import check_output_file, check_output_folder
+    from jaxeval.io.outputs import check_output_file, check_output_folder
     from jaxeval.judges.options import check_judge_arguments
     from jaxeval.plan.options import check_plan_arguments
     from jaxeval.results.runconfig import output_folder

@@ -146,7 +146,7 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from jaxeval.io.inputs import check_output_file
+    from jaxeval.io.outputs import check_output_file
     from jaxeval.models.config import config_from_hf
     from jaxeval.io.json_files import write_json_atomic
 

@@ -1,24 +1,21 @@
 """The one boundary between jaxeval and the files a user gives it (model folders, data,
-predictions, configs) and the places it writes to.
+predictions, configs); the places it writes to are checked in jaxeval.io.outputs.
 
 Every reader here turns OSError and UnicodeDecodeError into a jaxeval error of one line that
 names the path (and the line, for text read line by line), so no user file can end a command
-with a traceback. Writers check a destination before any work is done: an output folder that
-cannot be created or written, and an existing path a command must not overwrite, are one line
-and exit status 2.
+with a traceback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 
-from jaxeval.errors import CheckpointError, ConfigError, DataError, JaxevalError
+from jaxeval.errors import CheckpointError, DataError, JaxevalError
 
 
-def _why(error: OSError) -> str:
+def why(error: OSError) -> str:
     return error.strerror or type(error).__name__
 
 
@@ -40,7 +37,7 @@ def reading(path, error: type[JaxevalError] = DataError, name: str = "file"):
     except FileNotFoundError:
         raise error(f"{path}: no such {name}") from None
     except OSError as e:
-        raise error(f"{path}: cannot be read ({_why(e)})") from None
+        raise error(f"{path}: cannot be read ({why(e)})") from None
 
 
 def open_input(path, error: type[JaxevalError] = DataError):
@@ -89,63 +86,3 @@ def check_model_folder(folder) -> None:
             raise CheckpointError(f"{path}: a folder, expected a file")
         if name in MODEL_JSON_FILES and path.exists():
             read_json(path, CheckpointError)
-
-
-def check_output_folder(folder, what: str = "--output_path", create: bool = True) -> None:
-    """A local output folder can be written: created (create) or else its nearest existing
-    ancestor a writable folder; one line naming it when not."""
-    from jaxeval.io.fs import is_url
-
-    if is_url(folder):
-        return  # object stores: the first write says it
-    path = Path(folder)
-    if create:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
-            pass  # named below
-        except OSError as e:
-            raise ConfigError(f"{what} {folder}: cannot create this folder ({_why(e)})") from None
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        where = "exists and is not a folder" if existing == path else f"{existing} is a file, not a folder"
-        raise ConfigError(f"{what} {folder}: {where}")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"{what} {folder}: {'this folder' if existing == path else existing} is not writable")
-
-
-def check_output_file(path, what: str = "--out", overwrite: bool = True, create: bool = True) -> None:
-    """A file destination: its folder writable, and (overwrite False) nothing at the path yet."""
-    from jaxeval.io.fs import is_url
-
-    if is_url(path):
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise ConfigError(f"{what} {path}: is a folder, expected a file path")
-    if not overwrite and target.exists():
-        raise ConfigError(f"{what} {path}: already exists; remove it or choose another path")
-    check_output_folder(target.parent, what=f"{what} {path}: its folder", create=create)
-
-
-def score_output_folder(predictions, output_path=None) -> str:
-    """Where `jaxeval score` writes: --output_path, else a new folder beside the predictions
-    (`<name>_rescored`), so that no file among the predictions is ever rewritten; checked writable."""
-    if output_path:
-        folder = Path(output_path)
-    else:
-        source = Path(predictions)
-        folder = source.parent / f"{source.stem if source.is_file() else source.name}_rescored"
-    check_output_folder(folder, "--output_path")
-    return str(folder)
-
-
-@contextlib.contextmanager
-def writing(path, what: str = "output"):
-    """Inside: an OSError writing path becomes one line naming it."""
-    try:
-        yield
-    except OSError as e:
-        raise ConfigError(f"{what} {path}: cannot be written ({_why(e)})") from None

@@ -25,7 +25,7 @@ import threading
 import time
 
 from jaxeval.errors import DataError, JaxevalError
-from jaxeval.io.inputs import writing
+from jaxeval.io.outputs import writing
 from jaxeval.io.fs import is_local, open_fs, write_text_atomic
 
 JOURNAL_VERSION = 1

@@ -27,7 +27,7 @@ def add_command(subparsers, model_options, load_model, benchmark) -> None:
 def cmd_agent_bench(args: argparse.Namespace, load_model, benchmark) -> int:
     from jaxeval.benchmarks.base import RunContext
     from jaxeval.engine.distributed import is_writer
-    from jaxeval.io.inputs import check_output_file
+    from jaxeval.io.outputs import check_output_file
     from jaxeval.io.json_files import write_json_atomic
     from jaxeval.results.metadata import run_metadata
 

@@ -221,7 +221,7 @@ class Helmet(Benchmark):
         from pathlib import Path
 
         from jaxeval.benchmarks.helmet.rescore import read_keypoints, rescore
-        from jaxeval.io.inputs import score_output_folder
+        from jaxeval.io.outputs import score_output_folder
         from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
         from jaxeval.io.json_files import write_json_atomic
 

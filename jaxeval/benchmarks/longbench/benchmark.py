@@ -144,7 +144,7 @@ class LongBench(Benchmark):
         """
         from jaxeval.benchmarks.longbench.rescore import rescore_predictions
         from jaxeval.benchmarks.longbench.results import format_scores_table
-        from jaxeval.io.inputs import score_output_folder
+        from jaxeval.io.outputs import score_output_folder
 
         options = ScoringOptions(code_sim_backend=args.code_sim_backend, rouge_recursion=args.rouge_recursion)
         result = rescore_predictions(args.predictions, e=args.e, options=options,

@@ -170,7 +170,7 @@ class LongBenchPro(Benchmark):
         """Score, print the table, write the evaluation JSONL, summary and results; 0 on success."""
         from jaxeval.benchmarks.longbench_pro.rescore import rescore_predictions
         from jaxeval.benchmarks.longbench_pro.summary import format_table
-        from jaxeval.io.inputs import score_output_folder
+        from jaxeval.io.outputs import score_output_folder
 
         semsim, options = scoring(args.embedding_model, args.semsim_backend, args.embedding_dtype, args.rouge_recursion)
         result = rescore_predictions(args.predictions, output_dir=score_output_folder(args.predictions, args.output_path),
