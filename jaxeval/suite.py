@@ -60,7 +60,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         for path in benchmark.output_files(task, settings):
             check_output_file(path, what=f"{task}'s output file", create=create_output)
     if args.out:
-        check_output_file(args.out, create=create_output)
+        check_output_file(args.out, create=create_output, inputs=(getattr(args, "reference", None),))
     check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
                         create=create_output)
     from jaxeval.results.run_reference import check_reference
@@ -165,6 +165,7 @@ def run_suite(args, tasks: list[str], load_model) -> int:
         checkpoint()
         _check_chat_template(args, tasks, has_chat_template(model.tokenizer))
         name = run_name(args.model, tasks, hash_, model.fingerprint)
+        _check_results_path(args, name)
         journal = open_journal(args, model, tasks, hash_, name, shard)
         watch_journal(journal)
         return _run_tasks(args, tasks, model, journal, config, hash_, name, t0, plan)
@@ -180,6 +181,15 @@ def run_suite(args, tasks: list[str], load_model) -> int:
             unwatch_journal(journal)
             journal.close()
         lock.release()
+
+
+def _check_results_path(args, name: str) -> None:
+    """The results file this run will write is no journal and not its --reference (the run's
+    name, and so the default path, is known only once the model is loaded)."""
+    from jaxeval.io.outputs import check_output_file
+    from jaxeval.results.runconfig import results_path
+
+    check_output_file(results_path(args, name), what="the results file", inputs=(getattr(args, "reference", None),))
 
 
 def plan_estimate(args, tasks: list[str], model=None) -> dict:

@@ -65,12 +65,19 @@ def read_text(path, error: type[JaxevalError] = DataError, name: str = "file") -
         return data.decode("utf-8")
 
 
-def read_json(path, error: type[JaxevalError] = DataError, name: str = "file"):
-    text = read_text(path, error, name)
+def parse_json(text: str, where, error: type[JaxevalError] = DataError):
+    """The JSON value of text; one line naming `where` when it is not JSON or nests deeper than
+    Python's parser can follow (a RecursionError would otherwise end the command)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise error(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+        raise error(f"{where}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise error(f"{where}: JSON nested too deeply to read") from None
+
+
+def read_json(path, error: type[JaxevalError] = DataError, name: str = "file"):
+    return parse_json(read_text(path, error, name), path, error)
 
 
 MODEL_JSON_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json")

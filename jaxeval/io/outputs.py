@@ -36,13 +36,41 @@ def check_output_folder(folder, what: str = "--output_path", create: bool = True
         raise ConfigError(f"{what} {folder}: {'this folder' if existing == path else existing} is not writable")
 
 
-def check_output_file(path, what: str = "--out", overwrite: bool = True, create: bool = True) -> None:
-    """A file destination: its folder writable, and (overwrite False) nothing at the path yet."""
+JOURNAL_SUFFIX = ".journal.jsonl"  # jaxeval.results.runconfig.journal_path names every journal so
+JOURNAL_MARK = b'"jaxeval_journal"'  # and its header line holds this key (jaxeval.results.journal)
+
+
+def is_journal(path: Path) -> bool:
+    """Whether an existing file is a run's journal (by its name or its header line)."""
+    if path.name.endswith(JOURNAL_SUFFIX):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return JOURNAL_MARK in f.readline(1 << 16)
+    except OSError:
+        return False
+
+
+def check_output_file(path, what: str = "--out", overwrite: bool = True, create: bool = True,
+                      inputs=()) -> None:
+    """A file destination: its folder writable, and (overwrite False) nothing at the path yet.
+    Never, whatever overwrite says: a path that exists and is not a regular file (a FIFO would
+    block the write forever), a run's journal (the run could no longer resume), or one of the
+    command's own input files (inputs: e.g. --reference)."""
     if is_url(path):
         return
     target = Path(path)
     if target.is_dir():
         raise ConfigError(f"{what} {path}: is a folder, expected a file path")
+    if target.exists() and not target.is_file():
+        raise ConfigError(f"{what} {path}: exists and is not a regular file (a FIFO, socket or device)")
+    if target.is_file():
+        if is_journal(target):
+            raise ConfigError(f"{what} {path}: is a run's journal; writing there would lose the run "
+                              f"(choose another path)")
+        for given in inputs:
+            if given and not is_url(given) and Path(given).is_file() and os.path.samefile(target, given):
+                raise ConfigError(f"{what} {path}: is the input file {given}; choose another path")
     if not overwrite and target.exists():
         raise ConfigError(f"{what} {path}: already exists; remove it or choose another path")
     check_output_folder(target.parent, what=f"{what} {path}: its folder", create=create)

@@ -38,9 +38,12 @@ def read_jsonl_rows(lines: Iterable[str | bytes], where: str) -> Iterator[tuple[
         if not line.strip():
             continue
         try:
-            yield json.loads(line), f"{where}, line {line_number}"
+            row = json.loads(line)
         except json.JSONDecodeError as error:
             raise DataError(f"{where}, line {line_number}: not valid JSON ({error.msg})") from None
+        except RecursionError:
+            raise DataError(f"{where}, line {line_number}: JSON nested too deeply to read") from None
+        yield row, f"{where}, line {line_number}"
 
 
 def read_jsonl_file(path: Path | str) -> Iterator[tuple[Any, str]]:

@@ -124,4 +124,8 @@ class CountingJudge:
         return self._judge.settings()
 
     def __getattr__(self, name):  # spec, model name, ...: the real judge's
+        # copy.copy (judges.base.with_reply_limit) builds the copy without __init__ and asks for
+        # __setstate__ and friends before _judge exists: private names must not be forwarded.
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._judge, name)

@@ -54,6 +54,9 @@ def samples_path(run: Run, task: str) -> str | None:
     name = run.meta.get("run_name")
     if not isinstance(name, str) or not name:
         return None
+    if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        # a results file is data: its run_name never leads the report outside the file's folder
+        raise DataError(f"{run.path}: run_name {name!r} is not a plain file name")
     from jaxeval.io.fs import is_url, join
 
     folder = run.path.rsplit("/", 1)[0] if is_url(run.path) else str(Path(run.path).parent)

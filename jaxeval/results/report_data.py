@@ -161,6 +161,13 @@ SUMMARY_KEYS = ("results", "groups", "group_subtasks", "headline", "higher_is_be
 def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
     """(sections, summary, meta) of one results file, in either layout."""
     if "schema_version" in data or "results" in data:
+        from jaxeval.results.schema import SCHEMA_VERSION
+
+        if data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+            raise DataError(f"{path}: results schema_version {data['schema_version']!r}; this jaxeval reads "
+                            f"version {SCHEMA_VERSION} (docs/results_schema.md)")
+        if not isinstance(data.get("results"), dict) or not data["results"]:
+            raise DataError(f"{path}: a results file without results (its 'results' object is missing or empty)")
         sections = data.get("details") or {}
         summary = {key: data[key] for key in SUMMARY_KEYS if isinstance(data.get(key), dict)}
         for task in (summary.get("group_subtasks") or {}):
@@ -178,17 +185,12 @@ def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
 
 
 def read_results(path: str | Path) -> tuple[dict, dict, dict]:
-    import json
-
-    from jaxeval.io.inputs import read_text
+    from jaxeval.io.inputs import parse_json, read_text
 
     text = read_text(path, name="results file")
     if not text.strip():
         raise DataError(f"{path}: an empty results file")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    data = parse_json(text, path)
     if not isinstance(data, dict):
         raise DataError(f"{path}: a results file holds a JSON object, found {type(data).__name__}")
     return _sections_of(str(path), data)
