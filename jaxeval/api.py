@@ -140,6 +140,17 @@ def default_dtype() -> str:
     return "float32" if jax.default_backend() == "cpu" else "bfloat16"
 
 
+def model_config_of(folder: Path, overrides: dict | None = None, source=None) -> ModelConfig:
+    """The ModelConfig load_model builds for a resolved model folder (or .gguf file), overrides
+    applied; no weight is read. source: the folder's GGUFCheckpoint when already open."""
+    overrides = check_overrides(overrides, "load_model")
+    gguf = None if source is not None else gguf_file(folder)
+    source = source if source is not None else (GGUFCheckpoint(gguf) if gguf else None)
+    if source is not None:
+        return config_from_hf(source.config, where=str(gguf or source.folder), overrides=overrides)
+    return load_hf_config(folder, overrides)
+
+
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
                prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True,
                quantize: str | None = None, quant_group: int = DEFAULT_GROUP, dequantize: bool = False,
@@ -181,8 +192,7 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     folder = resolve_model_path(path)
     gguf = gguf_file(folder)  # a llama.cpp checkpoint: config, weights and tokenizer in one file
     source = GGUFCheckpoint(gguf) if gguf else None
-    config = (config_from_hf(source.config, where=str(gguf), overrides=config_overrides) if source
-              else load_hf_config(folder, config_overrides))
+    config = model_config_of(folder, config_overrides, source)
     if not lm_head:
         config = dataclasses.replace(config, tie_word_embeddings=True)
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap

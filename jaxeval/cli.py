@@ -111,6 +111,9 @@ def cmd_plan(args) -> int:
     tasks = _resolve_run(args, args.parser)
     del args.parser
     check_run(args, tasks, create_output=False)
+    from jaxeval.model_checks import check_model_flags
+
+    check_model_flags(args, tasks, devices=False)  # plan may estimate for other hardware than this
     from jaxeval.plan.batch import resolve_batch_size
 
     resolve_batch_size(args, tasks)  # --batch_size auto: the plan of the batch the run would choose

@@ -34,6 +34,9 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     if unknown or not names:
         raise JaxevalError(f"unknown task {unknown[0] if unknown else '(none)'!r}; available: {', '.join(available)}")
     from jaxeval.benchmarks.base import check_limit
+    from jaxeval.engine.distributed import distributed_settings
+
+    distributed_settings()  # the multi-host variables agree, before anything joins or loads
 
     source = f" (from {args.config})" if getattr(args, "config", None) else ""
     try:
@@ -143,6 +146,9 @@ def run_suite(args, tasks: list[str], load_model) -> int:
     from jaxeval.results.runconfig import config_hash, not_hashed_keys, recorded_config, run_name
 
     check_run(args, tasks)
+    from jaxeval.model_checks import check_model_flags
+
+    check_model_flags(args, tasks)  # what validate checks of the model flags, before the lock and the load
     t0 = time.perf_counter()
     from jaxeval.plan.batch import resolve_batch_size
 
@@ -163,6 +169,9 @@ def run_suite(args, tasks: list[str], load_model) -> int:
         model = load_model(args)
         plan = plan_estimate(args, tasks, model) if calibrate_on_model else plan
         checkpoint()
+        from jaxeval.generation import check_chat_template
+
+        check_chat_template(model.tokenizer)
         _check_chat_template(args, tasks, has_chat_template(model.tokenizer))
         name = run_name(args.model, tasks, hash_, model.fingerprint)
         _check_results_path(args, name)
@@ -302,18 +311,22 @@ def validate_suite(args, tasks: list[str]) -> int:
     and tokenizer (loaded, its chat template as the tasks need it), every record."""
     from jaxeval.api import load_tokenizer_from, resolve_model_path
     from jaxeval.io.inputs import check_model_folder
-    from jaxeval.models.config import load_hf_config
 
     check_run(args, tasks, create_output=False)
     folder = resolve_model_path(args.model)  # a URL is copied to the local cache first
     check_model_folder(folder)
-    config = load_hf_config(folder)
-    print(f"model {args.model}: config.json valid ({config.model_type})")
+    from jaxeval.model_checks import check_model_flags
+
+    config = check_model_flags(args, tasks)  # the run's own checks: overrides, quantization, mesh, KV, budget
+    print(f"model {args.model}: config valid ({config.model_type}) for the run's model flags")
     tokenizer = load_tokenizer_from(folder)
     if tokenizer is None:
         raise ConfigError(f"{args.model}: no tokenizer (tokenizer.json, tokenizer.model or vocab.json); "
                           f"the benchmarks need one")
     print(f"model {args.model}: tokenizer present and loads")
+    from jaxeval.generation import check_chat_template
+
+    check_chat_template(tokenizer)
     has_template = has_chat_template(tokenizer)
     _check_chat_template(args, tasks, has_template)
     print(f"model {args.model}: {'chat template present' if has_template else 'no chat template (none needed)'}")

@@ -115,6 +115,7 @@ class Benchmark:
     Settings: type = None  # a frozen dataclass (jaxeval.benchmarks.settings)
     version: str = "1"  # of jaxeval's implementation; bump when a number it reports changes
     aliases: dict[str, str] = {}  # deprecated flag (without dashes) -> setting field
+    teacher_forced: bool = False  # reads log-probs of given text (no prompt to compress: no SnapKV)
 
     # -- flags ----------------------------------------------------------------------------------
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 
 from jaxeval.errors import CheckpointError, DataError, JaxevalError
@@ -40,13 +41,28 @@ def reading(path, error: type[JaxevalError] = DataError, name: str = "file"):
         raise error(f"{path}: cannot be read ({why(e)})") from None
 
 
+def check_regular(path, error: type[JaxevalError] = DataError) -> None:
+    """A local path that exists is a regular file or a folder: opening a FIFO would wait for a
+    writer forever, and a device never ends."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return  # missing or unreadable: the open says so, naming it
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise error(f"{path}: not a regular file (a FIFO, socket or device); give a file")
+
+
 def open_input(path, error: type[JaxevalError] = DataError):
     """A binary file object for path; opening errors as `error` naming it."""
+    check_regular(path, error)
     with reading(path, error):
         return open(path, "rb")
 
 
 def read_bytes(path, error: type[JaxevalError] = DataError) -> bytes:
+    check_regular(path, error)
     with reading(path, error):
         return Path(path).read_bytes()
 
@@ -55,6 +71,8 @@ def read_text(path, error: type[JaxevalError] = DataError, name: str = "file") -
     """The UTF-8 text of a local path or an fsspec URL."""
     from jaxeval.io.fs import is_url, open_fs
 
+    if not is_url(path):
+        check_regular(path, error)
     with reading(path, error, name):
         if is_url(path):
             fs, inner = open_fs(path)
@@ -92,4 +110,6 @@ def check_model_folder(folder) -> None:
         if path.exists() and not path.is_file():
             raise CheckpointError(f"{path}: a folder, expected a file")
         if name in MODEL_JSON_FILES and path.exists():
-            read_json(path, CheckpointError)
+            data = read_json(path, CheckpointError)
+            if not isinstance(data, dict):
+                raise CheckpointError(f"{path}: expected a JSON object, got {type(data).__name__}")

@@ -25,6 +25,7 @@ class AgentBench(Benchmark):
     name = "agent_bench"
     tasks = ("agent_bench",)
     Settings = AgentBenchSettings
+    teacher_forced = True  # every item is a log-prob read of the with-rule and without-rule texts
     # `jaxeval run` spelled these without the prefix until the settings moved to one shape; run
     # configs (configs/suites/smoke.yaml among them) were written with them, so they keep working
     aliases = {"data": "data", "sets": "sets", "lengths": "lengths", "mode": "mode", "save_scores": "save_scores",
