@@ -91,7 +91,10 @@ def cmd_run(args) -> int:
 
     from jaxeval.suite import run_suite
 
+    from jaxeval.model_checks import check_seed
+
     tasks = _resolve_run(args, args.parser)
+    check_seed(args)  # before numpy meets it
     random.seed(args.seed)
     np.random.seed(args.seed)
     del args.parser

@@ -144,13 +144,15 @@ def parse_model_args(text: str | None) -> dict:
             continue
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--model_args: '{part}' is not key=value")
+            raise ConfigError(f"--model_args: '{_short(part)}' is not key=value")
         value = value.strip()
         if value[:1] in ("{", "["):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as e:
-                raise ConfigError(f"--model_args: {key.strip()}={value} is not valid JSON ({e})") from None
+                raise ConfigError(f"--model_args: {key.strip()}={_short(value)} is not valid JSON ({e})") from None
+            except RecursionError:
+                raise ConfigError(f"--model_args: {key.strip()}: JSON nested too deeply to read") from None
         pairs[key.strip()] = value
     return pairs
 
@@ -166,6 +168,13 @@ def _gen_value(text: str):
         return json.loads(text)
     except json.JSONDecodeError:
         return {"true": True, "false": False}.get(text.lower(), text)
+    except RecursionError:
+        raise ConfigError(f"--gen_kwargs: {_short(text)}: JSON nested too deeply to read") from None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """A user's value in a one-line message: its start, when it is long."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def parse_gen_kwargs(given):
@@ -191,7 +200,7 @@ def parse_gen_kwargs(given):
             if not part.strip():
                 continue
             if not sep or not key.strip():
-                raise ConfigError(f"--gen_kwargs: '{part}' is not key=value")
+                raise ConfigError(f"--gen_kwargs: '{_short(part)}' is not key=value")
             pairs[key.strip()] = _gen_value(value.strip())
     unknown = sorted(set(pairs) - set(GEN_KWARGS))
     if unknown:
