@@ -69,6 +69,9 @@ def _load(args):
     initialize_distributed()  # multi-host: before anything touches a device (jaxeval.engine.distributed)
     kv_cache = policy_of_flags(args)  # a bad policy is refused before the model folder is read
     check_model_folder(resolve_model_path(args.model))
+    from jaxeval.model_checks import check_model_flags
+
+    check_model_flags(args)  # validate's checks of the flags against the config, before a weight is read
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), quantize=getattr(args, "quantize", None),
                       quant_group=getattr(args, "quant_group", 128), dequantize=getattr(args, "dequantize", False),
@@ -116,7 +119,7 @@ def cmd_plan(args) -> int:
     check_run(args, tasks, create_output=False)
     from jaxeval.model_checks import check_model_flags
 
-    check_model_flags(args, tasks, devices=False)  # plan may estimate for other hardware than this
+    check_model_flags(args, devices=False)  # plan may estimate for other hardware than this
     from jaxeval.plan.batch import resolve_batch_size
 
     resolve_batch_size(args, tasks)  # --batch_size auto: the plan of the batch the run would choose

@@ -87,20 +87,26 @@ def check_mesh(args, config) -> None:
         raise ConfigError(str(e) if "mesh" in str(e) else f"--mesh {spec}: {e}") from None
 
 
-def check_kv_policy(args, tasks: list[str], config) -> None:
+def check_kv_tasks(args, tasks: list[str]) -> None:
+    """SnapKV compresses a prompt before generating: a teacher-forced task has no such prompt."""
     from jaxeval.benchmarks.registry import run_tasks
-    from jaxeval.models.kv_policy import check_supported, policy_of_flags
+    from jaxeval.models.kv_policy import policy_of_flags
 
     policy = policy_of_flags(args)
-    if policy is None:
-        return
-    check_supported(policy, config, getattr(args, "mesh", None), getattr(args, "attention", "chunked"))
-    if policy.kind == "snapkv":
+    if policy is not None and policy.kind == "snapkv":
         reading = [task for task in tasks if getattr(run_tasks().get(task), "teacher_forced", False)]
         if reading:
             raise ConfigError(f"--kv_cache snapkv compresses a prompt's cache before generation; task "
                               f"{reading[0]} reads teacher-forced (log-probs) and cannot use it: use exact, int8, "
                               f"fp8 or streaming, or run {reading[0]} separately")
+
+
+def check_kv_policy(args, config) -> None:
+    from jaxeval.models.kv_policy import check_supported, policy_of_flags
+
+    policy = policy_of_flags(args)
+    if policy is not None:
+        check_supported(policy, config, getattr(args, "mesh", None), getattr(args, "attention", "chunked"))
 
 
 def check_generation_budget(args, config) -> None:
@@ -113,13 +119,19 @@ def check_generation_budget(args, config) -> None:
                           f"context of {config.context_limit} tokens ({config.context_source})")
 
 
-def check_model_flags(args, tasks: list[str], devices: bool = True):
-    """Every model-flag check above; the ModelConfig they were made against. devices False (plan,
-    which may estimate for other hardware): --mesh is not checked against the devices here."""
-    from jaxeval.api import generation_eos_ids, resolve_model_path
-
+def check_run_flags(args, tasks: list[str]) -> None:
+    """The checks that need no model: part of suite.check_run (run, validate and plan)."""
     check_seed(args)
     check_quant_group(args)
+    check_kv_tasks(args, tasks)
+
+
+def check_model_flags(args, devices: bool = True):
+    """Every check above against the model's config (cli._load makes them before load_model reads a
+    weight; validate and plan make them too); the ModelConfig. devices False (plan, which may
+    estimate for other hardware): --attention and --mesh are not checked against the devices here."""
+    from jaxeval.api import generation_eos_ids, resolve_model_path
+
     config = model_config(args)
     folder = resolve_model_path(args.model)
     if folder.is_dir():
@@ -132,6 +144,6 @@ def check_model_flags(args, tasks: list[str], devices: bool = True):
         dtype = getattr(args, "dtype", "auto")
         check_attention(getattr(args, "attention", "chunked"), config, default_dtype() if dtype == "auto" else dtype)
         check_mesh(args, config)
-    check_kv_policy(args, tasks, config)
+    check_kv_policy(args, config)
     check_generation_budget(args, config)
     return config

@@ -37,6 +37,9 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     from jaxeval.engine.distributed import distributed_settings
 
     distributed_settings()  # the multi-host variables agree, before anything joins or loads
+    from jaxeval.model_checks import check_run_flags
+
+    check_run_flags(args, names)  # --seed, --quant_group, --kv_cache against the tasks
 
     source = f" (from {args.config})" if getattr(args, "config", None) else ""
     try:
@@ -146,9 +149,6 @@ def run_suite(args, tasks: list[str], load_model) -> int:
     from jaxeval.results.runconfig import config_hash, not_hashed_keys, recorded_config, run_name
 
     check_run(args, tasks)
-    from jaxeval.model_checks import check_model_flags
-
-    check_model_flags(args, tasks)  # what validate checks of the model flags, before the lock and the load
     t0 = time.perf_counter()
     from jaxeval.plan.batch import resolve_batch_size
 
@@ -205,8 +205,12 @@ def plan_estimate(args, tasks: list[str], model=None) -> dict:
     """`jaxeval plan`'s numbers for this run (jaxeval/plan/), or the reason there are none."""
     from jaxeval.plan.command import build_plan, estimated
 
+    from jaxeval.model_checks import check_model_flags
+
     started = time.perf_counter()
     try:
+        if model is None:  # flags the config refuses are the load's one line to say, not the plan's traceback
+            check_model_flags(args, devices=False)
         plan = {"estimated": estimated(build_plan(args, tasks, model))}
     except JaxevalError as e:
         plan = {"estimated": None, "error": str(e)}
@@ -267,6 +271,7 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
         samples[task] = result.pop("sample_log", None)
         add_task(results, task, result, note_overriding(benchmark.summarize(task, result), overridden))
         print(f"\n{task}\n{table}")
+        _record_data_source(results, task, benchmark, settings)
     journal.close()
     checkpoint()
     timing = {"wall_time_s": round(time.perf_counter() - t0, 3), "tasks_s": task_seconds,
@@ -286,6 +291,23 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
         print(f"jaxeval: error: {failure}", file=sys.stderr)
         return JUDGE_FAILURE_EXIT
     return 0
+
+
+def _record_data_source(results: dict, task: str, benchmark, settings) -> None:
+    """results["data_source"][task]: where the items came from and how many were scored; on the
+    shipped stand-in sample, a line on the terminal saying so (its scores are no benchmark's)."""
+    source = benchmark.data_source(settings)
+    if not source:
+        return
+    counts = [n for key, n in results["n-samples"].items() if key == task or key.startswith(f"{task}/")]
+    source["items"] = {"original": sum(n.get("original", 0) for n in counts),
+                       "effective": sum(n.get("effective", 0) for n in counts)} if counts else None
+    results.setdefault("data_source", {})[task] = source
+    if source["shipped_sample"]:
+        count = source["items"]["effective"] if source["items"] else None
+        held = f"{count} item{'' if count == 1 else 's'}" if count is not None else "a few items"
+        print(f"NOTE: {task} ran on the stand-in sample shipped with jaxeval ({held}), not the benchmark's data: "
+              f"these numbers are not {task} scores. For the real set: {source.get('real_data', 'its --*_data flag')}")
 
 
 def write_outputs(args, name: str, results: dict, samples: dict) -> None:
@@ -317,7 +339,7 @@ def validate_suite(args, tasks: list[str]) -> int:
     check_model_folder(folder)
     from jaxeval.model_checks import check_model_flags
 
-    config = check_model_flags(args, tasks)  # the run's own checks: overrides, quantization, mesh, KV, budget
+    config = check_model_flags(args)  # the run's own checks: overrides, quantization, mesh, KV, budget
     print(f"model {args.model}: config valid ({config.model_type}) for the run's model flags")
     tokenizer = load_tokenizer_from(folder)
     if tokenizer is None:

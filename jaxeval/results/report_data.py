@@ -172,7 +172,8 @@ def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
         summary = {key: data[key] for key in SUMMARY_KEYS if isinstance(data.get(key), dict)}
         for task in (summary.get("group_subtasks") or {}):
             sections.setdefault(task, None)
-        meta = {key: data.get(key) for key in ("model", "devices", "git_hash", "date", "timing", "run_name", "config")}
+        meta = {key: data.get(key) for key in ("model", "devices", "git_hash", "date", "timing", "run_name", "config",
+                                             "data_source")}
         return dict(sections), summary, meta
     if isinstance(data.get("tasks"), dict):
         return dict(data["tasks"]), {}, dict(data.get("run") or {})

@@ -20,6 +20,7 @@ from jaxeval.benchmarks.helmet.tasks import CATEGORIES, SAMPLE_DIR
 from jaxeval.benchmarks.settings import setting
 from jaxeval.errors import ConfigError
 from jaxeval.judges.options import add_judge_arguments
+from jaxeval.benchmarks.helmet.tasks import HUB_ID
 
 SAMPLE_CATEGORIES = ("recall", "rag", "longqa")  # what the embedded sample holds (8k tier)
 AGENTICLU_CATEGORIES = ("rag", "longqa")
@@ -117,6 +118,7 @@ def _check_judge_settings(settings: HelmetSettings, calls: JudgeCalls) -> None:
 
 class Helmet(Benchmark):
     name = "helmet"
+    hub_id = HUB_ID
     tasks = ("helmet", "helmet_agenticlu")
     Settings = HelmetSettings
     version = summary.VERSION

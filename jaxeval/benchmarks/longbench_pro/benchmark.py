@@ -16,6 +16,7 @@ from jaxeval.benchmarks.longbench_pro.semsim import BACKENDS, OFFICIAL_EMBEDDING
 from jaxeval.benchmarks.longbench_pro.tasks import MODEL_TYPES, MODES, RUNS_PER_SAMPLE
 from jaxeval.benchmarks.settings import setting
 from jaxeval.errors import ConfigError
+from jaxeval.benchmarks.longbench_pro.tasks import HUB_ID
 
 EMBEDDING_HELP = ("SemSim model for T4: a local folder or a hub id already in the HF cache (never downloaded at run "
                   "time); anything but Qwen3-Embedding-8B is a recorded deviation")
@@ -71,6 +72,7 @@ def scoring(embedding_model: str, backend: str, dtype: str, rouge_recursion: str
 
 class LongBenchPro(Benchmark):
     name = "longbench_pro"
+    hub_id = HUB_ID
     tasks = ("longbench_pro",)
     Settings = LongBenchProSettings
 
