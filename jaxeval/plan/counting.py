@@ -51,6 +51,7 @@ class CountingModel:
         self.mesh = None
         self.stats = {"reads": 0, "tokens": 0}
         self.recorder = Recorder()
+        self.tokenizer_proxy = None  # why another tokenizer counts (plan.command.counting_model)
 
     # the real Model's rules, from the same fields (config, generation_eos_ids, tokenizer)
     max_length = Model.max_length
