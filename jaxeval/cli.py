@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from jaxeval.embedded import EMBEDDED_MODEL  # imported by tests and commands as jaxeval.cli.EMBEDDED_MODEL
 from jaxeval.errors import JaxevalError
 
-EMBEDDED_MODEL = Path(__file__).parent / "assets" / "tiny_llama"
 RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's configs/ (example.yaml, suites/)
 
 

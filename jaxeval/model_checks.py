@@ -96,8 +96,8 @@ def check_kv_tasks(args, tasks: list[str]) -> None:
     if policy is not None and policy.kind == "snapkv":
         reading = [task for task in tasks if getattr(run_tasks().get(task), "teacher_forced", False)]
         if reading:
-            raise ConfigError(f"--kv_cache snapkv compresses a prompt's cache before generation; task "
-                              f"{reading[0]} reads teacher-forced (log-probs) and cannot use it: use exact, int8, "
+            raise ConfigError(f"--kv_cache snapkv compresses a prompt's cache before generation; teacher-forced "
+                              f"reads (task {reading[0]}: log-probs of given text) cannot use it: use exact, int8, "
                               f"fp8 or streaming, or run {reading[0]} separately")
 
 

@@ -259,7 +259,7 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
     from jaxeval.generation import note_overriding, overriding
     from jaxeval.results.runconfig import parse_gen_kwargs
 
-    from jaxeval.cli import EMBEDDED_MODEL
+    from jaxeval.embedded import EMBEDDED_MODEL
 
     if str(model.path).rstrip("/") == str(EMBEDDED_MODEL):
         print(f"NOTE: the model is jaxeval's embedded test model ({EMBEDDED_MODEL.name}, a few MB): its scores show "
@@ -345,7 +345,7 @@ def validate_suite(args, tasks: list[str]) -> int:
     from jaxeval.model_checks import check_model_flags
 
     config = check_model_flags(args)  # the run's own checks: overrides, quantization, mesh, KV, budget
-    print(f"model {args.model}: config valid ({config.model_type}) for the run's model flags")
+    print(f"model {args.model}: config.json valid ({config.model_type}), and the run's model flags with it")
     tokenizer = load_tokenizer_from(folder)
     if tokenizer is None:
         raise ConfigError(f"{args.model}: no tokenizer (tokenizer.json, tokenizer.model or vocab.json); "

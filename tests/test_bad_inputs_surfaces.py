@@ -55,7 +55,7 @@ FLAG_CASES = [
     (["--mesh", "data=64"], "needs 64 devices"),
     (["--mesh", "foo=2"], "mesh 'foo=2'"),
     (["--mesh", "data=0"], "mesh 'data=0'"),
-    (["--kv_cache", "snapkv", "--tasks", "agent_bench"], "task agent_bench reads teacher-forced"),
+    (["--kv_cache", "snapkv", "--tasks", "agent_bench"], "teacher-forced reads (task agent_bench"),
     (["--kv_sinks", "4"], "--kv_sinks applies to --kv_cache streaming"),
     (["--kv_cache", "streaming", "--kv_window", "0"], "window must be an integer >= 1"),
     (["--kv_cache", "snapkv", "--kv_kernel", "4", "--tasks", "longbench"], "kernel=4 must be odd"),

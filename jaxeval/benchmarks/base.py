@@ -146,9 +146,10 @@ class Benchmark:
             return {}
         from pathlib import Path
 
-        assets = Path(__file__).resolve().parents[1] / "assets"
+        from jaxeval.embedded import ASSETS
+
         data = settings.data
-        sample = data is None or Path(str(data)).resolve().is_relative_to(assets)
+        sample = data is None or Path(str(data)).resolve().is_relative_to(ASSETS)
         out = {"data": str(data) if data is not None else "shipped sample", "shipped_sample": sample}
         if self.hub_id:
             out["real_data"] = f"--{self.name}_data {self.hub_id} (a hub id, or a local copy of it)"

@@ -31,7 +31,7 @@ def counting_model(args):
         config, tokenizer = load_hf_config(folder, overrides), load_tokenizer_from(folder)
     proxy = None
     if tokenizer is None:  # a config.json alone (before downloading the weights): counts with a stand-in
-        from jaxeval.cli import EMBEDDED_MODEL
+        from jaxeval.embedded import EMBEDDED_MODEL
 
         tokenizer, proxy = load_tokenizer_from(EMBEDDED_MODEL), (
             f"{folder} has no tokenizer: tokens counted with the embedded model's Llama tokenizer as a proxy "

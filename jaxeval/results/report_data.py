@@ -166,8 +166,10 @@ def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
         if data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
             raise DataError(f"{path}: results schema_version {data['schema_version']!r}; this jaxeval reads "
                             f"version {SCHEMA_VERSION} (docs/results_schema.md)")
-        if not isinstance(data.get("results"), dict) or not data["results"]:
-            raise DataError(f"{path}: a results file without results (its 'results' object is missing or empty)")
+        if not data.get("results") and not data.get("details"):
+            raise DataError(f"{path}: a results file without results (no 'results' nor 'details' to read)")
+        if not isinstance(data.get("results", {}), dict) or not isinstance(data.get("details") or {}, dict):
+            raise DataError(f"{path}: 'results' and 'details' of a results file are JSON objects")
         sections = data.get("details") or {}
         summary = {key: data[key] for key in SUMMARY_KEYS if isinstance(data.get(key), dict)}
         for task in (summary.get("group_subtasks") or {}):
