@@ -259,11 +259,6 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
     from jaxeval.generation import note_overriding, overriding
     from jaxeval.results.runconfig import parse_gen_kwargs
 
-    from jaxeval.embedded import EMBEDDED_MODEL
-
-    if str(model.path).rstrip("/") == str(EMBEDDED_MODEL):
-        print(f"NOTE: the model is jaxeval's embedded test model ({EMBEDDED_MODEL.name}, a few MB): its scores show "
-              "that the pipeline runs, not what an LLM scores; give --model PATH_OR_HUB_ID", file=sys.stderr)
     results, samples, task_seconds = empty_results(), {}, {}
     gen_kwargs = parse_gen_kwargs(getattr(args, "gen_kwargs", None))
     for task, benchmark, settings in each_task(args, tasks):
@@ -285,6 +280,11 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
                    timing=timing)
     if plan is not None:
         results["plan"] = _with_measured(plan, results)
+    from jaxeval.embedded import EMBEDDED_MODEL
+
+    if str(model.path).rstrip("/") == str(EMBEDDED_MODEL):  # beside the tables, never before an error line
+        print(f"NOTE: the model is jaxeval's embedded test model ({EMBEDDED_MODEL.name}, a few MB): its scores show "
+              "that the pipeline runs, not what an LLM scores; give --model PATH_OR_HUB_ID")
     if is_writer():
         write_outputs(args, name, results, samples)
         from jaxeval.results.run_reference import report_against_reference
