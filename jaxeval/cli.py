@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from jaxeval.errors import JaxevalError
+from jaxeval.embedded import EMBEDDED_MODEL  # imported by tests and commands as jaxeval.cli.EMBEDDED_MODEL
+from jaxeval.errors import JaxevalError, print_user_error
 
-EMBEDDED_MODEL = Path(__file__).parent / "assets" / "tiny_llama"
 RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's configs/ (example.yaml, suites/)
 
 
@@ -73,7 +73,7 @@ def _load(args):
     from jaxeval.api import load_model
     from jaxeval.weights.loader import resolve_model_path
     from jaxeval.engine.distributed import initialize_distributed
-    from jaxeval.inputs import check_model_folder
+    from jaxeval.io.inputs import check_model_folder
     from jaxeval.models.kv_policy import policy_of_flags
     from jaxeval.weights.maxtext import is_maxtext
 
@@ -81,6 +81,9 @@ def _load(args):
     kv_cache = policy_of_flags(args)  # a bad policy is refused before the model folder is read
     if not is_maxtext(args.model):
         check_model_folder(resolve_model_path(args.model))
+    from jaxeval.model_checks import check_model_flags
+
+    check_model_flags(args)  # validate's checks of the flags against the config, before a weight is read
     return load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk,
                       mesh=getattr(args, "mesh", None), quantize=getattr(args, "quantize", None),
                       quant_group=getattr(args, "quant_group", 128), dequantize=getattr(args, "dequantize", False),
@@ -105,7 +108,10 @@ def cmd_run(args) -> int:
 
     from jaxeval.suite import run_suite
 
+    from jaxeval.model_checks import check_seed
+
     tasks = _resolve_run(args, args.parser)
+    check_seed(args)  # before numpy meets it
     random.seed(args.seed)
     np.random.seed(args.seed)
     del args.parser
@@ -129,6 +135,9 @@ def cmd_plan(args) -> int:
     tasks = _resolve_run(args, args.parser)
     del args.parser
     check_run(args, tasks, create_output=False)
+    from jaxeval.model_checks import check_model_flags
+
+    check_model_flags(args, devices=False)  # plan may estimate for other hardware than this
     from jaxeval.plan.batch import resolve_batch_size
 
     resolve_batch_size(args, tasks)  # --batch_size auto: the plan of the batch the run would choose
@@ -152,7 +161,8 @@ def cmd_ls(args) -> int:
 
 def cmd_convert(args) -> int:
     from jaxeval.weights.loader import convert, resolve_model_path
-    from jaxeval.inputs import check_model_folder, check_output_file, writing
+    from jaxeval.io.inputs import check_model_folder
+    from jaxeval.io.outputs import check_output_file, writing
 
     check_output_file(args.dst, what="convert: the destination", overwrite=False)
     check_model_folder(resolve_model_path(args.src))
@@ -337,13 +347,7 @@ def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str]) -> None
     sub.set_defaults(**load_yaml_config(known.config, actions))
 
 
-def _error(e: JaxevalError) -> int:
-    """A user's error: one line on stderr (never a key in it; a library's multi-line message
-    joined), exit status 2."""
-    from jaxeval.secrets import scrub
-
-    print(f"jaxeval: error: {' '.join(scrub(str(e)).split())}", file=sys.stderr)
-    return 2
+_error = print_user_error
 
 
 def main(argv: list[str] | None = None, *, exit_process: bool | None = None) -> int:

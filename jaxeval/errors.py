@@ -22,3 +22,14 @@ class DataError(JaxevalError):
 
 class InputTooLongError(JaxevalError):
     """A text is longer than the model's maximum position."""
+
+
+def print_user_error(e: JaxevalError) -> int:
+    """A user's error: one line on stderr (never a key in it; a library's multi-line message
+    joined); the exit status 2 that every command gives for it."""
+    import sys
+
+    from jaxeval.secrets import scrub
+
+    print(f"jaxeval: error: {' '.join(scrub(str(e)).split())}", file=sys.stderr)
+    return 2

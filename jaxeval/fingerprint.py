@@ -21,7 +21,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from jaxeval.inputs import open_input, read_bytes, read_json
+from jaxeval.io.inputs import open_input, read_bytes, read_json
 
 WHOLE_FILE_BYTES = 8 << 20
 EDGE_BYTES = 1 << 20

@@ -58,7 +58,19 @@ def chat_text(tokenizer, messages: list[dict], **template_args) -> str:
     if not has_chat_template(tokenizer):
         raise ConfigError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has no chat template "
                           "(tokenizer_config.json 'chat_template' or chat_template.jinja)")
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **template_args)
+    try:
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **template_args)
+    except Exception as e:  # the template is the model folder's Jinja code: any error is the file's
+        raise ConfigError(f"the chat template of {getattr(tokenizer, 'name_or_path', '') or 'the tokenizer'} "
+                          f"(tokenizer_config.json 'chat_template' or chat_template.jinja) cannot render a "
+                          f"user turn: {type(e).__name__}: {' '.join(str(e).split())[:200]}") from None
+
+
+def check_chat_template(tokenizer) -> None:
+    """A chat template, when the tokenizer has one, renders a user turn (validate and run check it
+    before the first prompt needs it)."""
+    if has_chat_template(tokenizer):
+        chat_text(tokenizer, user_turn("Hello."))
 
 
 def chat_prompt_ids(tokenizer, messages: list[dict], **template_args) -> list[int]:

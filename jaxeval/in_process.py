@@ -83,7 +83,7 @@ def evaluate(params, config, tokenizer, tasks="agent_bench", limit=None, *, step
     results["live"] = {"resharded": resharded, "mesh": None if mesh is None else dict(mesh.shape)}
     if output_path is not None:
         from jaxeval.engine.distributed import is_writer
-        from jaxeval.results.files import write_json_atomic
+        from jaxeval.io.json_files import write_json_atomic
         from jaxeval.run.config import results_path
 
         if is_writer():

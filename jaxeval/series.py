@@ -43,7 +43,7 @@ def run_series(args, tasks: list[str], load_model) -> int:
     from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.run.config import config_hash, not_hashed_keys, recorded_config, run_name
     from jaxeval.report.series import write_series_report
-    from jaxeval.results.storage import join
+    from jaxeval.io.fs import join
     from jaxeval.suite import check_run, run_suite
 
     kind, argument = check_series_flags(args)
@@ -130,7 +130,7 @@ def _sleep(seconds: float) -> None:
 def load_series(path: str, run: Path, tasks: list[str], hash_: str) -> dict:
     """The series file of this run and settings (a new one when absent); its steps whose results file is
     gone are dropped, so they are scored again."""
-    from jaxeval.inputs import read_json
+    from jaxeval.io.inputs import read_json
 
     fresh = {"format": SERIES_FORMAT, "version": SERIES_VERSION, "model": str(run), "tasks": list(tasks),
              "config_hash": hash_, "steps": {}}
@@ -147,7 +147,7 @@ def load_series(path: str, run: Path, tasks: list[str], hash_: str) -> dict:
 
 
 def exists(path: str) -> bool:
-    from jaxeval.results.storage import open_fs
+    from jaxeval.io.fs import open_fs
 
     fs, inside = open_fs(path)
     return bool(path) and fs.exists(inside)
@@ -155,7 +155,7 @@ def exists(path: str) -> bool:
 
 def record_step(series: dict, step: int, results_file: str) -> None:
     """The step's scores (results, headline, lengths) copied from its results file into the series."""
-    from jaxeval.inputs import read_json
+    from jaxeval.io.inputs import read_json
 
     results = read_json(results_file, ConfigError, "results file")
     series["steps"][str(step)] = {"results": results_file, "headline": results.get("headline", {}),
@@ -164,7 +164,7 @@ def record_step(series: dict, step: int, results_file: str) -> None:
 
 
 def write_series(path: str, series: dict) -> None:
-    from jaxeval.results.files import write_json_atomic
+    from jaxeval.io.json_files import write_json_atomic
 
     write_json_atomic(path, series)
 

@@ -24,7 +24,8 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     """Tasks known, every flag sane (the benchmarks' `check` hooks), the output path and the
     tasks' own output files writable, before anything is loaded; `validate` checks the same
     (create_output False: nothing made)."""
-    from jaxeval.inputs import check_output_file, check_output_folder
+    from jaxeval.benchmarks.registry import run_tasks
+    from jaxeval.io.outputs import check_output_file, check_output_folder
     from jaxeval.judges.options import check_judge_arguments
     from jaxeval.plan.options import check_plan_arguments
     from jaxeval.run.config import output_folder
@@ -34,6 +35,12 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     if unknown or not names:
         raise JaxevalError(f"unknown task {unknown[0] if unknown else '(none)'!r}; available: {', '.join(available)}")
     from jaxeval.benchmarks.base import check_limit
+    from jaxeval.engine.distributed import distributed_settings
+
+    distributed_settings()  # the multi-host variables agree, before anything joins or loads
+    from jaxeval.model_checks import check_run_flags
+
+    check_run_flags(args, names)  # --seed, --quant_group, --kv_cache against the tasks
 
     source = f" (from {args.config})" if getattr(args, "config", None) else ""
     try:
@@ -60,7 +67,7 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
         for path in benchmark.output_files(task, settings):
             check_output_file(path, what=f"{task}'s output file", create=create_output)
     if args.out:
-        check_output_file(args.out, create=create_output)
+        check_output_file(args.out, create=create_output, inputs=(getattr(args, "reference", None),))
     check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
                         create=create_output)
     from jaxeval.report.run_reference import check_reference
@@ -163,8 +170,12 @@ def run_suite(args, tasks: list[str], load_model) -> int:
         model = load_model(args)
         plan = plan_estimate(args, tasks, model) if calibrate_on_model else plan
         checkpoint()
+        from jaxeval.generation import check_chat_template
+
+        check_chat_template(model.tokenizer)
         _check_chat_template(args, tasks, has_chat_template(model.tokenizer))
         name = run_name(args.model, tasks, hash_, model.fingerprint)
+        _check_results_path(args, name)
         journal = open_journal(args, model, tasks, hash_, name, shard)
         watch_journal(journal)
         return _run_tasks(args, tasks, model, journal, config, hash_, name, t0, plan)
@@ -182,12 +193,25 @@ def run_suite(args, tasks: list[str], load_model) -> int:
         lock.release()
 
 
+def _check_results_path(args, name: str) -> None:
+    """The results file this run will write is no journal and not its --reference (the run's
+    name, and so the default path, is known only once the model is loaded)."""
+    from jaxeval.io.outputs import check_output_file
+    from jaxeval.run.config import results_path
+
+    check_output_file(results_path(args, name), what="the results file", inputs=(getattr(args, "reference", None),))
+
+
 def plan_estimate(args, tasks: list[str], model=None) -> dict:
     """`jaxeval plan`'s numbers for this run (jaxeval/plan/), or the reason there are none."""
     from jaxeval.plan.command import build_plan, estimated
 
+    from jaxeval.model_checks import check_model_flags
+
     started = time.perf_counter()
     try:
+        if model is None:  # flags the config refuses are the load's one line to say, not the plan's traceback
+            check_model_flags(args, devices=False)
         plan = {"estimated": estimated(build_plan(args, tasks, model))}
     except JaxevalError as e:
         plan = {"estimated": None, "error": str(e)}
@@ -235,6 +259,11 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
     results, samples = task_results(args, tasks, model, journal, config, hash_, name, t0)
     if plan is not None:
         results["plan"] = _with_measured(plan, results)
+    from jaxeval.embedded import EMBEDDED_MODEL
+
+    if str(model.path).rstrip("/") == str(EMBEDDED_MODEL):  # beside the tables, never before an error line
+        print(f"NOTE: the model is jaxeval's embedded test model ({EMBEDDED_MODEL.name}, a few MB): its scores show "
+              "that the pipeline runs, not what an LLM scores; give --model PATH_OR_HUB_ID")
     if is_writer():
         write_outputs(args, name, results, samples)
         from jaxeval.report.run_reference import report_against_reference
@@ -269,6 +298,7 @@ def task_results(args, tasks, model, journal, config: dict, hash_: str, name: st
         add_task(results, task, result, note_overriding(benchmark.summarize(task, result), overridden))
         if show_tables:
             print(f"\n{task}\n{table}")
+        _record_data_source(results, task, benchmark, settings)
     journal.close()
     checkpoint()
     timing = {"wall_time_s": round(time.perf_counter() - t0, 3), "tasks_s": task_seconds,
@@ -278,12 +308,29 @@ def task_results(args, tasks, model, journal, config: dict, hash_: str, name: st
     return results, samples
 
 
+def _record_data_source(results: dict, task: str, benchmark, settings) -> None:
+    """results["data_source"][task]: where the items came from and how many were scored; on the
+    shipped stand-in sample, a line on the terminal saying so (its scores are no benchmark's)."""
+    source = benchmark.data_source(settings)
+    if not source:
+        return
+    counts = [n for key, n in results["n-samples"].items() if key == task or key.startswith(f"{task}/")]
+    source["items"] = {"original": sum(n.get("original", 0) for n in counts),
+                       "effective": sum(n.get("effective", 0) for n in counts)} if counts else None
+    results.setdefault("data_source", {})[task] = source
+    if source["shipped_sample"]:
+        count = source["items"]["effective"] if source["items"] else None
+        held = f"{count} item{'' if count == 1 else 's'}" if count is not None else "a few items"
+        print(f"NOTE: {task} ran on the stand-in sample shipped with jaxeval ({held}), not the benchmark's data: "
+              f"these numbers are not {task} scores. For the real set: {source.get('real_data', 'its --*_data flag')}")
+
+
 def write_outputs(args, name: str, results: dict, samples: dict) -> None:
     """The results JSON and (--log_samples) one samples JSONL per task, each written atomically."""
-    from jaxeval.results.files import write_json_atomic
+    from jaxeval.io.json_files import write_json_atomic
     from jaxeval.run.config import output_folder, results_path
     from jaxeval.run.schema import dumps_samples
-    from jaxeval.results.storage import join, write_text_atomic
+    from jaxeval.io.fs import join, write_text_atomic
 
     print(f"wrote {write_json_atomic(results_path(args, name), results)}")
     if not (args.log_samples or getattr(args, "log_samples_prompts", False)):
@@ -301,24 +348,29 @@ def validate_suite(args, tasks: list[str]) -> int:
     and tokenizer (loaded, its chat template as the tasks need it), every record."""
     from jaxeval.weights.loader import load_tokenizer_from, resolve_model_path
     from jaxeval.weights.maxtext import maxtext_model_info
-    from jaxeval.inputs import check_model_folder
-    from jaxeval.models.config import load_hf_config
+    from jaxeval.io.inputs import check_model_folder
+    from jaxeval.model_checks import check_model_flags
 
     check_run(args, tasks, create_output=False)
     maxtext = maxtext_model_info(args, getattr(args, "config_overrides", None))  # a MaxText checkpoint's config
     if maxtext:
         config, tokenizer = maxtext
-        print(f"model {args.model}: MaxText checkpoint and config valid ({config.model_type})")
+        check_model_flags(args)
+        print(f"model {args.model}: MaxText checkpoint and config valid ({config.model_type}), and the run's model "
+              "flags with it")
     else:
         folder = resolve_model_path(args.model)  # a URL is copied to the local cache first
         check_model_folder(folder)
-        config = load_hf_config(folder)
-        print(f"model {args.model}: config.json valid ({config.model_type})")
+        config = check_model_flags(args)  # the run's own checks: overrides, quantization, mesh, KV, budget
+        print(f"model {args.model}: config.json valid ({config.model_type}), and the run's model flags with it")
         tokenizer = load_tokenizer_from(folder)
     if tokenizer is None:
         raise ConfigError(f"{args.model}: no tokenizer (tokenizer.json, tokenizer.model or vocab.json); "
                           f"the benchmarks need one")
     print(f"model {args.model}: tokenizer present and loads")
+    from jaxeval.generation import check_chat_template
+
+    check_chat_template(tokenizer)
     has_template = has_chat_template(tokenizer)
     _check_chat_template(args, tasks, has_template)
     print(f"model {args.model}: {'chat template present' if has_template else 'no chat template (none needed)'}")

@@ -9,10 +9,12 @@ Rules, and how imports are counted:
   the way are not edges: a thin `__init__` re-exporting its submodules is the intended shape,
   and it is cyclic only when a submodule takes names from the package itself.
 1. Layering: a module under jaxeval/models imports, of jaxeval, only jaxeval.models and the leaf
-   modules jaxeval.errors and the file-reading boundary (jaxeval.inputs / jaxeval.io), never the
-   weights, engine, benchmarks, results, judges, metrics, the CLI or the API above it.
-2. No cycles among jaxeval modules.
-3. Floors: every package (a top-level module or folder of jaxeval) stands on one floor of FLOORS,
+   modules jaxeval.errors and the jaxeval.io package (never the weights, engine, benchmarks, run,
+   report, judges, metrics, the CLI or the API above it).
+2. jaxeval.io, the input/output boundary, is the ground floor: of jaxeval it imports only
+   itself, jaxeval.errors and jaxeval.secrets.
+3. No cycles among jaxeval modules.
+4. Floors: every package (a top-level module or folder of jaxeval) stands on one floor of FLOORS,
    and no import (module level or lazy) reaches a higher floor, so no path of imports, however
    long, climbs; within a floor the package graph has no loop either. A new package must be given
    its floor here.
@@ -24,31 +26,29 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "jaxeval"
-MODELS_MAY_IMPORT = ("jaxeval.models", "jaxeval.errors", "jaxeval.inputs", "jaxeval.io")
+MODELS_MAY_IMPORT = ("jaxeval.models", "jaxeval.errors", "jaxeval.io")
+IO_MAY_IMPORT = ("jaxeval.io", "jaxeval.errors", "jaxeval.secrets")
 
-# Bottom up. The ground floor is file I/O and the process-wide leaves: jaxeval/io/ gathers
-# inputs.py, results/storage.py, results/files.py and benchmarks/files.py (IO_MODULES: counted as
-# that package until they move).
+# Bottom up. The ground floor is file I/O (jaxeval/io/) and the process-wide leaves.
 FLOORS = (
-    ("errors", "progress", "interrupt", "secrets", "io"),
+    ("errors", "progress", "interrupt", "secrets", "io", "embedded"),
     ("metrics", "fingerprint"),
     ("models",),
     ("weights",),
     ("engine",),
     ("generation",),
     ("run",),
-    ("report", "results"),
+    ("report",),
     ("api",),
     ("embedding", "judges", "lm_eval"),
     ("benchmarks", "serve", "curve"),
-    ("tasks",),
+    ("tasks", "model_checks"),
     ("plan",),
     ("bench", "suite", "series"),
     ("cli",),
     ("in_process",),  # jaxeval.evaluate: a run's flags parsed by the CLI's parser, on live parameters
     ("__init__",),  # the package's face: load_model, Model, evaluate, re-exported lazily
 )
-IO_MODULES = ("jaxeval.inputs", "jaxeval.results.storage", "jaxeval.results.files", "jaxeval.benchmarks.files")
 
 
 def module_files(package: Path) -> dict[str, Path]:
@@ -137,9 +137,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def package_of(module: str) -> str:
-    """The floor-plan unit of a module: jaxeval.X.* -> X (jaxeval itself: __init__; IO_MODULES: io)."""
-    if module in IO_MODULES or module.startswith("jaxeval.io."):
-        return "io"
+    """The floor-plan unit of a module: jaxeval.X.* -> X (jaxeval itself: __init__)."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -182,6 +180,14 @@ def test_models_import_nothing_above_them():
     assert not wrong, "\n".join(wrong)
 
 
+def test_io_is_the_ground_floor():
+    _, edges = import_graph(PACKAGE)
+    wrong = [f"{name} imports {target} (line {line})" for name, found in sorted(edges.items())
+             if name == "jaxeval.io" or name.startswith("jaxeval.io.") for target, line in found
+             if not any(target == ok or target.startswith(ok + ".") for ok in IO_MAY_IMPORT)]
+    assert any(name.startswith("jaxeval.io.") for name in edges) and not wrong, "\n".join(wrong)
+
+
 def test_no_import_cycles():
     graph, _ = import_graph(PACKAGE)
     assert sum(map(len, graph.values())) > 100  # the parser sees the real imports
@@ -213,9 +219,9 @@ def test_the_floor_checks_see_climbs_and_package_loops(tmp_path):
     package = tmp_path / "jaxeval"
     (package / "io").mkdir(parents=True)
     files = {
-        "__init__.py": "", "errors.py": "", "inputs.py": "from jaxeval import errors\n",
+        "__init__.py": "", "errors.py": "",
         "io/__init__.py": "", "io/text.py": "import jaxeval.errors\n",
-        "models.py": "import jaxeval.inputs\nimport jaxeval.io.text\n",
+        "models.py": "import jaxeval.io.text\n",
         "engine.py": "def f():\n    import jaxeval.api\n",  # a lazy import still climbs
         "api.py": "import jaxeval.engine\n", "judges.py": "import jaxeval.serve\n", "serve.py": "import jaxeval.judges\n",
     }
@@ -225,5 +231,5 @@ def test_the_floor_checks_see_climbs_and_package_loops(tmp_path):
     floors = (("errors", "io"), ("models",), ("engine",), ("api", "judges", "serve"))
     unplaced, up = floor_violations(edges, floors)
     assert unplaced == ["__init__"]  # a package with no floor is named
-    assert up == ["jaxeval.engine (floor 2) imports jaxeval.api (line 2, floor 3)"]  # inputs and io/ are the ground floor
+    assert up == ["jaxeval.engine (floor 2) imports jaxeval.api (line 2, floor 3)"]  # io/ is the ground floor
     assert cycles(package_graph(graph)) == [["api", "engine"], ["judges", "serve"]]  # loops within a floor too

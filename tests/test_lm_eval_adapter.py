@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 lm_eval = pytest.importorskip("lm_eval", reason="lm-evaluation-harness is not installed "
-                                                  "(pip install 'jaxeval[lm_eval]')")
+                                                  "(pip install 'jaxeval[lm-eval]')")
 torch = pytest.importorskip("torch", reason="the `hf` reference model needs PyTorch")
 transformers = pytest.importorskip("transformers")
 

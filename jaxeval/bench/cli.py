@@ -124,7 +124,7 @@ def cmd_estimate(args) -> int:
     from jaxeval.bench import analytic
     from jaxeval.models.config import config_from_hf
     from jaxeval.plan.hardware import DEFAULT_MFU
-    from jaxeval.results.files import write_json_atomic
+    from jaxeval.io.json_files import write_json_atomic
 
     if args.model in SHAPES:
         name, raw, where = args.model, SHAPES[args.model][0], f"named shape {args.model}"
@@ -147,9 +147,9 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from jaxeval.inputs import check_output_file
+    from jaxeval.io.outputs import check_output_file
     from jaxeval.models.config import config_from_hf
-    from jaxeval.results.files import write_json_atomic
+    from jaxeval.io.json_files import write_json_atomic
 
     check_output_file(args.out)
     if args.estimate:

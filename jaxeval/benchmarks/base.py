@@ -115,6 +115,8 @@ class Benchmark:
     Settings: type = None  # a frozen dataclass (jaxeval.benchmarks.settings)
     version: str = "1"  # of jaxeval's implementation; bump when a number it reports changes
     aliases: dict[str, str] = {}  # deprecated flag (without dashes) -> setting field
+    teacher_forced: bool = False  # reads log-probs of given text (no prompt to compress: no SnapKV)
+    hub_id: str = ""  # the real data's hub id: `--<name>_data HUB_ID` (data_source() names it)
 
     # -- flags ----------------------------------------------------------------------------------
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -139,6 +141,23 @@ class Benchmark:
     def describe(self) -> dict[str, dict]:
         """`jaxeval ls`: task -> {"about": str, "configs": [...], "lengths": [...]}."""
         return {task: {} for task in self.tasks}
+
+    def data_source(self, settings) -> dict:
+        """Where the task's items came from: {"data": given, "shipped_sample": True when it is the
+        stand-in sample shipped in jaxeval/assets (its scores are no benchmark's), "real_data": the
+        flag that reads the real set}. Settings without a data field: {}."""
+        if not hasattr(settings, "data"):
+            return {}
+        from pathlib import Path
+
+        from jaxeval.embedded import ASSETS
+
+        data = settings.data
+        sample = data is None or Path(str(data)).resolve().is_relative_to(ASSETS)
+        out = {"data": str(data) if data is not None else "shipped sample", "shipped_sample": sample}
+        if self.hub_id:
+            out["real_data"] = f"--{self.name}_data {self.hub_id} (a hub id, or a local copy of it)"
+        return out
 
     def check(self, task: str, settings, ctx: RunContext) -> None:
         """Raise a JaxevalError for any setting the run would reject (`run` and `validate`)."""

@@ -51,7 +51,7 @@ def cmd_curve(args, load) -> int:
     from jaxeval.curve.positions import bucket_stats, overall, read_positions
     from jaxeval.curve.text import check_length, read_source, text_ids
     from jaxeval.generation import require_tokenizer
-    from jaxeval.inputs import check_output_folder
+    from jaxeval.io.outputs import check_output_folder
 
     if args.reference_args and not args.reference:
         raise ConfigError("--reference_args needs --reference")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jaxeval.errors import DataError
 from jaxeval.generation import encode
-from jaxeval.inputs import read_json, read_text
+from jaxeval.io.inputs import read_json, read_text
 
 
 def read_source(path: str | Path) -> str:

@@ -26,15 +26,9 @@ def initialize_distributed(coordinator: str | None = None, num_processes: int | 
     """Join a multi-process run (see the module docstring). Returns True when running multi-process."""
     if _DISTRIBUTED["done"] or jax.distributed.is_initialized():
         return jax.process_count() > 1
-    env = os.environ
-    coordinator = coordinator or env.get("JAXEVAL_COORDINATOR")
-    num_processes = num_processes if num_processes is not None else _env_int("JAXEVAL_NUM_PROCESSES")
-    process_id = process_id if process_id is not None else _env_int("JAXEVAL_PROCESS_ID")
-    auto = env.get("JAXEVAL_DISTRIBUTED", "").lower() in ("1", "true", "auto")
-    if coordinator is None and num_processes is None and process_id is None and not auto:
+    coordinator, num_processes, process_id, auto = distributed_settings(coordinator, num_processes, process_id)
+    if coordinator is None and not auto:
         return False
-    if coordinator is not None and (num_processes is None or process_id is None):
-        raise MeshError("multi-host: JAXEVAL_COORDINATOR needs JAXEVAL_NUM_PROCESSES and JAXEVAL_PROCESS_ID too")
     try:
         if coordinator is None:
             jax.distributed.initialize()
@@ -45,6 +39,41 @@ def initialize_distributed(coordinator: str | None = None, num_processes: int | 
                         "anything uses a JAX device") from None
     _DISTRIBUTED["done"] = True
     return jax.process_count() > 1
+
+
+AUTO_VALUES, OFF_VALUES = ("1", "true", "auto"), ("", "0", "false")
+
+
+def distributed_settings(coordinator: str | None = None, num_processes: int | None = None,
+                         process_id: int | None = None) -> tuple[str | None, int | None, int | None, bool]:
+    """(coordinator, process count, process id, auto) from the arguments, else the environment,
+    checked for agreement without touching a device (so `validate` and `plan` check them too):
+    a MeshError naming the variable for a value out of range or variables that contradict."""
+    env = os.environ
+    coordinator = coordinator or env.get("JAXEVAL_COORDINATOR") or None
+    num_processes = num_processes if num_processes is not None else _env_int("JAXEVAL_NUM_PROCESSES")
+    process_id = process_id if process_id is not None else _env_int("JAXEVAL_PROCESS_ID")
+    flag = env.get("JAXEVAL_DISTRIBUTED", "").strip().lower()
+    if flag not in AUTO_VALUES + OFF_VALUES:
+        raise MeshError(f"environment variable JAXEVAL_DISTRIBUTED={flag!r} must be 1 (or true, auto) or 0")
+    auto = flag in AUTO_VALUES
+    given = coordinator is not None or num_processes is not None or process_id is not None
+    if auto and given:
+        raise MeshError("multi-host: JAXEVAL_DISTRIBUTED=1 finds its peers itself; it contradicts "
+                        "JAXEVAL_COORDINATOR / JAXEVAL_NUM_PROCESSES / JAXEVAL_PROCESS_ID (set one way or the other)")
+    if coordinator is not None and (num_processes is None or process_id is None):
+        raise MeshError("multi-host: JAXEVAL_COORDINATOR needs JAXEVAL_NUM_PROCESSES and JAXEVAL_PROCESS_ID too")
+    if given and coordinator is None:
+        raise MeshError("multi-host: JAXEVAL_NUM_PROCESSES / JAXEVAL_PROCESS_ID need JAXEVAL_COORDINATOR=host:port "
+                        "(or set JAXEVAL_DISTRIBUTED=1 alone)")
+    if num_processes is not None and num_processes < 1:
+        raise MeshError(f"environment variable JAXEVAL_NUM_PROCESSES={num_processes} must be at least 1")
+    if process_id is not None and not 0 <= process_id < num_processes:
+        raise MeshError(f"environment variable JAXEVAL_PROCESS_ID={process_id} must be from 0 to "
+                        f"JAXEVAL_NUM_PROCESSES - 1 = {num_processes - 1}")
+    if coordinator is not None and (":" not in coordinator or not coordinator.rsplit(":", 1)[1].isdigit()):
+        raise MeshError(f"environment variable JAXEVAL_COORDINATOR={coordinator!r} must be host:port")
+    return coordinator, num_processes, process_id, auto
 
 
 def _env_int(name: str) -> int | None:

@@ -1,4 +1,4 @@
-"""jaxeval inside lm-evaluation-harness: the `jaxeval` model (pip install 'jaxeval[lm_eval]').
+"""jaxeval inside lm-evaluation-harness: the `jaxeval` model (pip install 'jaxeval[lm-eval]').
 
     python -m jaxeval.lm_eval --model jaxeval --model_args pretrained=PATH,dtype=bfloat16 --tasks ...
     import jaxeval.lm_eval; lm_eval.simple_evaluate(model="jaxeval", model_args="pretrained=PATH", ...)
@@ -10,7 +10,7 @@ alone never imports lm-eval. Multi-host: see jaxeval/lm_eval/hosts.py.
 import importlib.util
 
 if importlib.util.find_spec("lm_eval") is None:
-    raise ImportError("jaxeval.lm_eval needs lm-evaluation-harness: pip install 'jaxeval[lm_eval]'")
+    raise ImportError("jaxeval.lm_eval needs lm-evaluation-harness: pip install 'jaxeval[lm-eval]'")
 
 from jaxeval.lm_eval.hosts import close_followers, follow
 from jaxeval.lm_eval.model import JaxevalLM

@@ -30,9 +30,13 @@ def main(argv: list[str] | None = None) -> int:
         open_followers()  # whatever lm-eval does (even fail before loading a model), they get a "stop"
     from lm_eval.__main__ import cli_evaluate
 
+    from jaxeval.errors import JaxevalError, print_user_error
+
     sys.argv = ["lm_eval", *(sys.argv[1:] if argv is None else argv)]
     try:
         cli_evaluate()
+    except JaxevalError as e:  # the adapter's model_args, the model folder: one line, as `jaxeval run`
+        return print_user_error(e)
     finally:
         close_followers()
     return 0

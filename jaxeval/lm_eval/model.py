@@ -25,12 +25,32 @@ from tqdm import tqdm
 
 from jaxeval.lm_eval.hosts import EngineCalls, broadcast, load_for_lm_eval, open_followers, process_info
 from jaxeval.lm_eval.requests import gen_settings, generation_text, has_bos_prefix, plan_reads, score_window
+from jaxeval.errors import ConfigError
 from jaxeval.models.config import CONFIG_OVERRIDES, override_value
 
 DEFAULT_MAX_GEN_TOKS = 256  # HFLM.max_gen_toks
 AUTO_BATCH_SIZE = 8  # batch_size=auto: rows per decode batch (the engine has no memory probe)
 READS_PER_CALL = 512  # engine reads per call (sorted, so shared prefixes stay within one call)
 IGNORED_ARGS = ("device", "max_batch_size", "trust_remote_code")  # lm-eval passes these to every model
+
+
+class ModelArgsError(ConfigError, ValueError):
+    """A bad --model_args value: one line from `python -m jaxeval.lm_eval` (a ConfigError), and still
+    the ValueError lm-eval's own callers expect of a model's constructor."""
+
+
+def _int_arg(name: str, value, minimum: int | None = None) -> int | None:
+    """model_args value `name` as an int (lm-eval passes text or numbers), at least minimum."""
+    if value is None:
+        return None
+    try:
+        number = int(value) if not isinstance(value, bool) and float(value) == int(float(value)) else None
+    except (TypeError, ValueError, OverflowError):
+        number = None
+    if number is None or (minimum is not None and number < minimum):
+        bound = f" >= {minimum}" if minimum is not None else ""
+        raise ModelArgsError(f"jaxeval model_args: {name}={value!r} must be an integer{bound}")
+    return number
 
 importlib.import_module("lm_eval.models")  # built-in models first: lm-eval imports them only into an empty registry
 
@@ -39,10 +59,7 @@ def _batch_size(value) -> int:
     text = str(value)
     if text.startswith("auto"):
         return AUTO_BATCH_SIZE
-    size = int(text)
-    if size < 1:
-        raise ValueError(f"jaxeval model_args: batch_size must be positive, got {value!r}")
-    return size
+    return _int_arg("batch_size", text, 1)
 
 
 class JaxevalLM(TemplateLM):
@@ -74,12 +91,18 @@ class JaxevalLM(TemplateLM):
         overrides = {key: override_value(key, kwargs.pop(key), "jaxeval model_args")
                      for key in list(kwargs) if key in CONFIG_OVERRIDES}
         if kwargs:
-            raise ValueError(f"jaxeval model_args: unknown {', '.join(sorted(kwargs))}; known: pretrained, dtype, "
+            raise ModelArgsError(f"jaxeval model_args: unknown {', '.join(sorted(kwargs))}; known: pretrained, dtype, "
                              "attention, prefill_chunk, mesh, batch_size, max_length, tokenizer, add_bos_token, "
                              "prefix_token_id, seed, host_split, chat_template_args, enable_thinking and the "
                              f"config.json fields {', '.join(CONFIG_OVERRIDES)}")
         if pretrained is None:
-            raise ValueError("jaxeval model_args: pretrained=PATH is required")
+            raise ModelArgsError("jaxeval model_args: pretrained=PATH is required")
+        prefill_chunk, seed = _int_arg("prefill_chunk", prefill_chunk, 1), _int_arg("seed", seed, 0)
+        max_length, prefix_token_id = _int_arg("max_length", max_length, 1), _int_arg("prefix_token_id", prefix_token_id, 0)
+        if host_split not in ("auto", "on", "off"):
+            raise ModelArgsError(f"jaxeval model_args: host_split={host_split!r} is not auto, on or off")
+        if chat_template_args is not None and not isinstance(chat_template_args, dict):
+            raise ModelArgsError(f"jaxeval model_args: chat_template_args must be a mapping, got {chat_template_args!r}")
         # lm-eval's bootstrapped standard errors fork a process pool unless told not to; forking a
         # process running JAX's threads (and, multi-host, its coordination client) can deadlock
         os.environ.setdefault("DISABLE_MULTIPROC", "1")
@@ -103,7 +126,7 @@ class JaxevalLM(TemplateLM):
         limit = self.model.config.context_limit
         self._max_length = int(max_length) if max_length is not None else limit
         if not 1 <= self._max_length <= limit:
-            raise ValueError(f"jaxeval model_args: max_length={max_length} is outside [1, {limit}] "
+            raise ModelArgsError(f"jaxeval model_args: max_length={max_length} is outside [1, {limit}] "
                              f"(the model's context, {self.model.config.context_source})")
         self.batch_size_per_gpu = _batch_size(batch_size)
         self.add_bos_token = add_bos_token

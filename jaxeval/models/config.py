@@ -194,6 +194,8 @@ def override_value(key: str, value, where: str = "--model_args"):
     except json.JSONDecodeError:
         raise ConfigError(f"{where}: {key}={value} is not a JSON value (a number, true/false, null or "
                           "an object such as {\"rope_type\": \"yarn\", ...})") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: {key}: JSON nested too deeply to read") from None
 
 
 def load_hf_config(path: str | Path, overrides: dict[str, Any] | None = None) -> ModelConfig:
@@ -202,10 +204,9 @@ def load_hf_config(path: str | Path, overrides: dict[str, Any] | None = None) ->
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
         raise ConfigError(f"{file}: no config.json (expected a Hugging Face model folder)")
-    try:
-        raw = json.loads(file.read_text())
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{file}: not valid JSON ({e})") from None
+    from jaxeval.io.inputs import read_json
+
+    raw = read_json(file, ConfigError)
     return config_from_hf(raw, where=str(file), overrides=overrides)
 
 
@@ -337,6 +338,8 @@ def _rope_from(params: dict | None, theta_default: float | None, raw: dict, wher
     if theta is None:
         raise ConfigError(f"{where}: field 'rope_theta' is missing")
     theta = _number(theta, where, f"{field}.rope_theta" if "rope_theta" in params else "rope_theta")
+    if not theta > 0:  # a zero or negative base gives NaN or infinite frequencies, never an error
+        raise ConfigError(f"{where}: field 'rope_theta'={theta!r} must be positive")
     kind = params.get("rope_type", params.get("type", "default"))
     if kind not in ROPE_KINDS:
         raise ConfigError(f"{where}: field {field!r} has rope_type={kind!r}, which jaxeval does not support "
@@ -347,7 +350,10 @@ def _rope_from(params: dict | None, theta_default: float | None, raw: dict, wher
         value = params.get(key, default)
         if value is None:
             raise ConfigError(f"{where}: field {field!r} (rope_type={kind!r}) is missing {key!r}")
-        return _number(value, where, f"{field}.{key}")
+        value = _number(value, where, f"{field}.{key}")
+        if key == "factor" and not value > 0:  # a scaling factor stretches positions: only positive ones do
+            raise ConfigError(f"{where}: field '{field}.factor'={value!r} must be positive")
+        return value
 
     def original() -> int:
         # transformers gives a top-level original_max_position_embeddings priority (Phi-3 keeps it there)

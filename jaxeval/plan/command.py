@@ -16,7 +16,7 @@ def counting_model(args):
     """The CountingModel of --model: config (with --model_args overrides), tokenizer, EOS ids."""
     from jaxeval.weights.loader import generation_eos_ids, load_tokenizer_from, resolve_model_path
     from jaxeval.weights.maxtext import maxtext_model_info
-    from jaxeval.inputs import check_model_folder
+    from jaxeval.io.inputs import check_model_folder
     from jaxeval.models.config import check_overrides, config_from_hf, load_hf_config
     from jaxeval.weights.gguf_weights import GGUFCheckpoint, gguf_file, load_gguf_tokenizer
     from jaxeval.plan.counting import CountingModel
@@ -33,7 +33,15 @@ def counting_model(args):
         tokenizer = load_gguf_tokenizer(gguf)
     else:
         config, tokenizer = load_hf_config(folder, overrides), load_tokenizer_from(folder)
+    proxy = None
+    if tokenizer is None:  # a config.json alone (before downloading the weights): counts with a stand-in
+        from jaxeval.embedded import EMBEDDED_MODEL
+
+        tokenizer, proxy = load_tokenizer_from(EMBEDDED_MODEL), (
+            f"{folder} has no tokenizer: tokens counted with the embedded model's Llama tokenizer as a proxy "
+            "(counts approximate; add the tokenizer files for exact ones)")
     model = CountingModel(config, tokenizer, str(args.model), generation_eos_ids(folder), args.prefill_chunk)
+    model.tokenizer_proxy = proxy
     return model, gguf
 
 
@@ -140,6 +148,7 @@ def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
     reads = [s for recorder, _ in counted.values() for s in recorder.reads if s.rows]
     typical = sorted(s.end for s in reads)[len(reads) // 2] if reads else 256
     rates = hardware_rates(args, config, dtype, loaded_model, read_tokens=min(typical, 8192))
+    rates["chip_price"] = getattr(args, "chip_price", None)
     device_bytes = rates.get("device_memory_bytes") or device_memory_bytes()
     memory = estimate.memory_section(config, counted, weights, dtype, mesh, device_bytes, _current_rss(),
                                      on_cpu=hardware_platform() == "cpu")
@@ -148,8 +157,9 @@ def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
     except ConfigError as e:  # no FLOP count for the model's layer types
         time_estimate = {"wall_time_s": None, "note": str(e)}
     items = {leaf: n.get("effective") for recorder, n_samples in counted.values() for leaf, n in n_samples.items()}
-    hardware_out = {k: v for k, v in rates.items() if k not in ("config", "dtype")}
-    return {"model": str(args.model), "dtype": dtype, "tasks": list(tasks), "limit": args.limit,
+    hardware_out = {k: v for k, v in rates.items() if k not in ("config", "dtype", "chip_price")}
+    return {"model": str(args.model), "tokenizer_proxy": model.tokenizer_proxy,
+            "dtype": dtype, "tasks": list(tasks), "limit": args.limit,
             "batch_size": args.batch_size, "items": items, "tokens": per_task, "totals": totals,
             "memory": memory, "hardware": hardware_out, "time": time_estimate,
             "judge": estimate.judge_section(counted, judge_price(getattr(args, "judge_price", None)))}
@@ -188,7 +198,7 @@ def run_plan(args, tasks: list[str], loaded_model=None) -> int:
     print(estimate_table(plan))
     text = json.dumps(plan, indent=2, default=float)
     if args.plan_json:
-        from jaxeval.results.storage import write_text_atomic
+        from jaxeval.io.fs import write_text_atomic
         print(f"wrote {write_text_atomic(args.plan_json, text + chr(10))}")
     else:
         print(text)

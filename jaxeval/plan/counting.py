@@ -51,6 +51,7 @@ class CountingModel:
         self.mesh = None
         self.stats = {"reads": 0, "tokens": 0}
         self.recorder = Recorder()
+        self.tokenizer_proxy = None  # why another tokenizer counts (plan.command.counting_model)
 
     # the real Model's rules, from the same fields (config, generation_eos_ids, tokenizer)
     max_length = Model.max_length
@@ -124,4 +125,8 @@ class CountingJudge:
         return self._judge.settings()
 
     def __getattr__(self, name):  # spec, model name, ...: the real judge's
+        # copy.copy (judges.base.with_reply_limit) builds the copy without __init__ and asks for
+        # __setstate__ and friends before _judge exists: private names must not be forwarded.
+        if name.startswith("_"):
+            raise AttributeError(name)
         return getattr(self._judge, name)

@@ -53,15 +53,35 @@ def memory_section(config, counted: dict, weights: int, dtype: str, mesh: dict, 
     kv_read, kv_gen = cost.kv_bytes(config, 1, read_len, dtype), cost.kv_bytes(config, rows, gen_len, dtype)
     kv = max(kv_read, kv_gen)
     chip = cost.per_chip(weights, kv, mesh)
-    return {"weights_bytes": weights, "kv_cache_read_bytes": kv_read, "read_cache_length": read_len,
+    fits = None if device_bytes is None else chip <= device_bytes
+    return {"would_fit": None if fits is not False else _would_fit(config, weights, kv_read, rows, gen_len, dtype,
+                                                                    device_bytes),
+            "weights_bytes": weights, "kv_cache_read_bytes": kv_read, "read_cache_length": read_len,
             "kv_cache_generate_bytes": kv_gen, "generate_cache": {"rows": rows, "length": gen_len},
             "device_bytes": weights + kv, "device_bytes_per_chip": chip, "mesh": mesh,
-            "device_memory_bytes": device_bytes, "fits": None if device_bytes is None else chip <= device_bytes,
+            "device_memory_bytes": device_bytes, "fits": fits,
             "host_bytes": host_baseline + weights + (weights + kv if on_cpu else 0), "host_baseline_bytes": host_baseline,
             "note": "device: weights as stored + the larger KV cache (the longest read, or the largest "
                     "generation batch x its cache length); activations, the head's rows and XLA's workspace are "
                     "left out; host: this process's memory after the tokenizer and data (the plan's own RSS) + "
                     "the weights staged once at load (+ the device bytes on CPU)"}
+
+
+def _would_fit(config, weights: int, kv_read: int, rows: int, gen_len: int, dtype: str, device_bytes: int) -> dict:
+    """What would fit when the run does not: the largest generation batch at this mesh-free size,
+    and the chips (an fsdp x context mesh splitting weights and caches) the whole run needs."""
+    per_row = cost.kv_bytes(config, 1, gen_len, dtype) if gen_len else 0
+    room = device_bytes - weights
+    batch = int(room // per_row) if per_row and room > 0 else 0
+    need = max(weights + kv_read, weights + per_row * rows)
+    chips = 1
+    while chips < 4096 and need / chips > device_bytes:
+        chips *= 2
+    return {"generation_batch": batch if room > kv_read else 0,
+            "chips": chips, "mesh": f"fsdp={chips}" if chips > 1 else None,
+            "note": "batch: the most generation rows whose KV cache fits beside the weights on one chip "
+                    "(0: the weights or the longest read alone do not fit); chips: the smallest power of two "
+                    "splitting weights and cache under the chip's memory (--mesh fsdp=N, or tensor / context axes)"}
 
 
 def time_section(counted: dict, totals: dict, memory: dict, hardware: dict, chips: int) -> dict:
@@ -99,8 +119,11 @@ def time_section(counted: dict, totals: dict, memory: dict, hardware: dict, chip
             shapes |= {("generate", cost._rows(len(b.prompts)), b.cache_len) for b in recorder.batches}
         compile_s = len(shapes) * hardware["compile_s"]
     total = read_s + prefill_s + decode_s + compile_s
+    chip_hours = total * chips / 3600
+    price = hardware.get("chip_price")
     return {"wall_time_s": total, "read_s": read_s, "prefill_s": prefill_s, "decode_s_max": decode_s,
-            "compile_s": compile_s, "chips": chips,
+            "compile_s": compile_s, "chips": chips, "chip_hours": chip_hours,
+            "chip_cost_usd": chip_hours * price if price is not None else None,
             "note": "decode at max_new_tokens per prompt (an upper bound); host work (tokenisation, scoring) "
                     "not included"}
 
@@ -134,6 +157,8 @@ def format_table(plan: dict) -> str:
     lines = [f"plan: {plan['model']} ({plan['dtype']}), tasks {', '.join(plan['tasks'])}", "",
              f"{'task':<16} {'length':>7} {'requests':>8} {'tokens read':>12} {'prompt tok':>11} "
              f"{'gen tok max':>11} {'TFLOPs':>10}"]
+    if plan.get("tokenizer_proxy"):
+        lines.insert(1, f"note: {plan['tokenizer_proxy']}")
     for task, bins in plan["tokens"].items():
         for label, r in bins.items():
             flops = r["flops_read"] + r["flops_prefill"] + r["flops_decode"]
@@ -151,8 +176,17 @@ def format_table(plan: dict) -> str:
                  + ("" if m["device_memory_bytes"] is None else
                     f" of {m['device_memory_bytes'] / GiB:.1f} GiB ({'fits' if m['fits'] else 'DOES NOT FIT'})")
                  + f"; host {m['host_bytes'] / GiB:.3f} GiB")
+    if m.get("would_fit"):
+        w = m["would_fit"]
+        lines.append(f"would fit: --batch_size {w['generation_batch']} on one chip" if w["generation_batch"] else
+                     "would fit: not on one chip at any batch size")
+        lines[-1] += f"; the whole run on {w['chips']} chips (--mesh {w['mesh']})" if w["mesh"] else ""
     wall = tm.get("wall_time_s")
-    lines.append(f"time: {'unknown' if wall is None else f'{wall:,.1f} s'} on {plan['hardware']['source']}")
+    chip_hours = tm.get("chip_hours")
+    cost_usd = tm.get("chip_cost_usd")
+    lines.append(f"time: {'unknown' if wall is None else f'{wall:,.1f} s'} on {plan['hardware']['source']}"
+                 + ("" if chip_hours is None else f"; {chip_hours:,.3f} chip-hours")
+                 + ("" if cost_usd is None else f" (${cost_usd:,.2f} at --chip_price)"))
     price = j["price_usd_max"]
     lines.append(f"judge: {j['calls']} calls, {j['prompt_tokens']:,} prompt tokens, <= {j['reply_tokens_max']:,} reply "
                  f"tokens" + ("" if price is None else f", <= ${price:,.2f}"))

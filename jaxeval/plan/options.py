@@ -8,7 +8,7 @@ from jaxeval.errors import ConfigError
 from jaxeval.plan.hardware import ACCELERATORS, DEFAULT_MBU, DEFAULT_MFU
 
 
-PLAN_FLAGS = ("accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json")
+PLAN_FLAGS = ("accelerator", "mfu", "mbu", "calibrate", "judge_price", "chip_price", "plan_json")
 
 
 def add_plan_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,6 +23,8 @@ def add_plan_arguments(p: argparse.ArgumentParser) -> None:
                             "a few jitted reads and a short generation of the model itself (loads its weights)")
     group.add_argument("--judge_price", default=None, metavar="IN,OUT",
                        help="judge price in $ per 1M input and output tokens, e.g. 2.5,10")
+    group.add_argument("--chip_price", type=float, default=None, metavar="USD",
+                       help="$ per chip-hour: the plan's time as a cost (chip_hours x price)")
     group.add_argument("--plan_json", default=None, help="jaxeval plan: also write the plan's JSON here")
 
 
@@ -44,3 +46,6 @@ def check_plan_arguments(args) -> None:
         if value is not None and not 0 < value <= 1:
             raise ConfigError(f"--{flag} must be in (0, 1], got {value}")
     judge_price(getattr(args, "judge_price", None))
+    price = getattr(args, "chip_price", None)
+    if price is not None and not (price >= 0 and price != float("inf")):
+        raise ConfigError(f"--chip_price must be a non-negative number of $ per chip-hour, got {price}")

@@ -201,7 +201,7 @@ def load_report_runs(paths: Sequence[str | Path], reference: str | Path | None) 
 
 
 def cmd_report(args: argparse.Namespace, benchmarks: Mapping) -> int:
-    from jaxeval.inputs import check_output_folder, writing
+    from jaxeval.io.outputs import check_output_folder, writing
 
     check_output_folder(args.out, what="--out")  # before any result is read or plotted
     check_reference_arguments(args)

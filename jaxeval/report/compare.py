@@ -54,7 +54,10 @@ def samples_path(run: Run, task: str) -> str | None:
     name = run.meta.get("run_name")
     if not isinstance(name, str) or not name:
         return None
-    from jaxeval.results.storage import is_url, join
+    if "/" in name or "\\" in name or name in (".", "..") or "\0" in name:
+        # a results file is data: its run_name never leads the report outside the file's folder
+        raise DataError(f"{run.path}: run_name {name!r} is not a plain file name")
+    from jaxeval.io.fs import is_url, join
 
     folder = run.path.rsplit("/", 1)[0] if is_url(run.path) else str(Path(run.path).parent)
     return join(folder, f"{name}.samples_{task}.jsonl")
@@ -62,7 +65,7 @@ def samples_path(run: Run, task: str) -> str | None:
 
 def read_samples(path: str | None) -> list[dict] | None:
     """The --log_samples rows of a task, or None when the run wrote none; bad files are one line."""
-    from jaxeval.inputs import read_text
+    from jaxeval.io.inputs import read_text
 
     if path is None:
         return None
@@ -72,7 +75,7 @@ def read_samples(path: str | None) -> list[dict] | None:
         if str(error).endswith("no such samples file"):
             return None
         raise
-    from jaxeval.benchmarks.files import read_jsonl_rows
+    from jaxeval.io.rows import read_jsonl_rows
 
     rows = []
     for row, where in read_jsonl_rows(text.splitlines(), path):

@@ -161,11 +161,21 @@ SUMMARY_KEYS = ("results", "groups", "group_subtasks", "headline", "higher_is_be
 def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
     """(sections, summary, meta) of one results file, in either layout."""
     if "schema_version" in data or "results" in data:
+        from jaxeval.run.schema import SCHEMA_VERSION
+
+        if data.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+            raise DataError(f"{path}: results schema_version {data['schema_version']!r}; this jaxeval reads "
+                            f"version {SCHEMA_VERSION} (docs/results_schema.md)")
+        if not data.get("results") and not data.get("details"):
+            raise DataError(f"{path}: a results file without results (no 'results' nor 'details' to read)")
+        if not isinstance(data.get("results", {}), dict) or not isinstance(data.get("details") or {}, dict):
+            raise DataError(f"{path}: 'results' and 'details' of a results file are JSON objects")
         sections = data.get("details") or {}
         summary = {key: data[key] for key in SUMMARY_KEYS if isinstance(data.get(key), dict)}
         for task in (summary.get("group_subtasks") or {}):
             sections.setdefault(task, None)
-        meta = {key: data.get(key) for key in ("model", "devices", "git_hash", "date", "timing", "run_name", "config")}
+        meta = {key: data.get(key) for key in ("model", "devices", "git_hash", "date", "timing", "run_name", "config",
+                                             "data_source")}
         return dict(sections), summary, meta
     if isinstance(data.get("tasks"), dict):
         return dict(data["tasks"]), {}, dict(data.get("run") or {})
@@ -178,17 +188,12 @@ def _sections_of(path: str, data: dict) -> tuple[dict, dict, dict]:
 
 
 def read_results(path: str | Path) -> tuple[dict, dict, dict]:
-    import json
-
-    from jaxeval.inputs import read_text
+    from jaxeval.io.inputs import parse_json, read_text
 
     text = read_text(path, name="results file")
     if not text.strip():
         raise DataError(f"{path}: an empty results file")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DataError(f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    data = parse_json(text, path)
     if not isinstance(data, dict):
         raise DataError(f"{path}: a results file holds a JSON object, found {type(data).__name__}")
     return _sections_of(str(path), data)
@@ -196,7 +201,7 @@ def read_results(path: str | Path) -> tuple[dict, dict, dict]:
 
 def _url_folder(url: str) -> list[str] | None:
     """The *.json files directly in a folder URL (gs://bucket/evals), or None if not a folder."""
-    from jaxeval.results.storage import open_fs
+    from jaxeval.io.fs import open_fs
 
     fs, inner = open_fs(url)
     if not fs.isdir(inner):
@@ -207,7 +212,7 @@ def _url_folder(url: str) -> list[str] | None:
 
 def expand_paths(paths) -> list[str]:
     """Files as given (local or fsspec URLs); a folder stands for the *.json files directly in it."""
-    from jaxeval.results.storage import is_url
+    from jaxeval.io.fs import is_url
 
     files = []
     for given in map(str, paths):

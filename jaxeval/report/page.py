@@ -62,6 +62,40 @@ def _runs_table(runs: Sequence[Run]) -> Table:
     return Table("Runs", ("run", "file", "date", "git", "devices", "wall time (s)", "sections"), tuple(rows))
 
 
+def _shown(location) -> str:
+    """A data or model location without the local folders above it (the page is shared; a hub id
+    such as THUDM/LongBench stays whole)."""
+    text = str(location)
+    if text.startswith("/") or text.startswith("~") or text.startswith("."):
+        return Path(text).name or text
+    return text
+
+
+def _provenance_table(runs: Sequence[Run]) -> Table:
+    """What each number rests on: the data (shipped sample or real, items scored), the model's size,
+    dtype, quantization and KV cache, and the run's seed and --limit."""
+    rows = []
+    for run in runs:
+        meta = run.meta
+        model = meta.get("model") if isinstance(meta.get("model"), dict) else {}
+        config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+        size = model.get("param_bytes")
+        sources = meta.get("data_source") if isinstance(meta.get("data_source"), dict) else {}
+        for task in run.sections or ["-"]:
+            source = sources.get(task) if isinstance(sources.get(task), dict) else {}
+            items = source.get("items") if isinstance(source.get("items"), dict) else {}
+            data = ("shipped stand-in sample (not the benchmark; " + str(source.get("real_data", "")) + ")"
+                    if source.get("shipped_sample") else _shown(source["data"]) if source.get("data") else "-")
+            rows.append((run.label, task, data,
+                         f"{items.get('effective', '?')} of {items.get('original', '?')}" if items else "-",
+                         _shown(model.get("path", "-")), f"{size / 2**20:,.1f} MiB" if isinstance(size, (int, float)) else "-",
+                         str(model.get("dtype", "-")), str(model.get("quantization") or "none"),
+                         str(model.get("kv_cache") or "exact"), str(config.get("seed", "-")),
+                         str(config.get("limit") if config.get("limit") is not None else "all")))
+    return Table("Provenance", ("run", "task", "data", "items scored", "model", "weights", "dtype", "quantization",
+                                "KV cache", "seed", "limit"), tuple(rows))
+
+
 def _anchor(table: Table) -> str:
     return "".join(c if c.isalnum() else "-" for c in table.title.lower())[:40]
 
@@ -81,7 +115,8 @@ def write_page(path: Path, runs: Sequence[Run], views: Sequence[BenchmarkView],
     """Write the page; `images` maps (benchmark, figure name) to its PNG file; `extra`: tables
     after the runs' (effective context length); `closing`: tables at the end (failures and
     skips), linked from the top."""
-    parts = [f"<h1>{_e(page_title(runs, reference))}</h1>", _table(_runs_table(runs))]
+    parts = [f"<h1>{_e(page_title(runs, reference))}</h1>", _table(_runs_table(runs)),
+             _table(_provenance_table(runs))]
     parts.extend(_table(table) for table in extra if table.rows)
     for table in closing:
         if table.rows:

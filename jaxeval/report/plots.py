@@ -7,6 +7,7 @@ keeps its colour in every figure, so model A is the same colour everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Sequence
@@ -124,7 +125,9 @@ def render_figure(figure: Figure, runs: Sequence[str], path: Path) -> Path:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as MplFigure
 
-    panels = figure.panels
+    # a "curve" over one length is one point per run: drawn as bars (with their intervals), not lines
+    panels = tuple(dataclasses.replace(panel, kind="bar") if panel.kind == "line" and len(panel.x) == 1 else panel
+                   for panel in figure.panels)
     series = [name for panel in panels if panel.kind != "heatmap" for name in panel.by_run]
     colours = _colours(list(dict.fromkeys([*runs, *series])))
     wide = any(panel.kind == "bar" for panel in panels)

@@ -34,7 +34,7 @@ def report_against_reference(args, name: str, results_path: str, benchmarks) -> 
     """Write the comparison page beside the results; its path, or None (printed why)."""
     from jaxeval.report.build import build_report
     from jaxeval.run.config import output_folder
-    from jaxeval.results.storage import is_url, join
+    from jaxeval.io.fs import is_url, join
 
     if not getattr(args, "reference", None):
         return None

@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.config import CONFIG_OVERRIDES, override_value
-from jaxeval.inputs import read_text
-from jaxeval.results.storage import join
+from jaxeval.io.inputs import read_text
+from jaxeval.io.fs import join
 
 # Shared flags that cannot change a single number of the results, or whose effect the model
 # fingerprint already holds (model; quantize, quant_group, dequantize: jaxeval.fingerprint's "quantization"
@@ -42,7 +43,10 @@ def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML ({e})") from None
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: YAML nested too deeply to read") from None
+    _check_size(path, data)
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -60,7 +64,36 @@ def load_yaml_config(path: str, actions: dict[str, argparse.Action]) -> dict:
     return values
 
 
+YAML_NODES_MAX = 10_000  # far more than any run config; an alias bomb expands past it at once
+YAML_DEPTH_MAX = 8  # model_args: rope_scaling: {...} is three levels under the file's mapping
+
+
+def _check_size(path: str, data) -> None:
+    """Refuse a config whose values, aliases expanded, hold more than YAML_NODES_MAX nodes or nest
+    deeper than YAML_DEPTH_MAX ("billion laughs": a few lines of aliases that expand to millions of
+    values once joined into a flag's text). The walk stops at the first limit crossed."""
+    seen, stack = 0, [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        seen += 1
+        if seen > YAML_NODES_MAX:
+            raise ConfigError(f"{path}: more than {YAML_NODES_MAX} values once its aliases are expanded "
+                              f"(an alias bomb?); a run config is a short mapping of flags")
+        if depth > YAML_DEPTH_MAX:
+            raise ConfigError(f"{path}: values nested deeper than {YAML_DEPTH_MAX} levels")
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+        stack.extend((child, depth + 1) for child in children)
+
+
 def _flag_value(path: str, key, value, action: argparse.Action):
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: {key}: expected true or false, got {value!r}")
+        return value
+    if isinstance(value, dict) and action.dest not in ("model_args", "gen_kwargs"):
+        raise ConfigError(f"{path}: {key}: expected a single value, got a mapping")
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (list, tuple, dict)) for v in value):
+        raise ConfigError(f"{path}: {key}: expected a list of plain values, got nested lists or mappings")
     if isinstance(value, (list, tuple)):
         value = ",".join(str(v) for v in value)
     elif isinstance(value, dict) and action.dest == "model_args":  # nested values (rope_scaling) as JSON
@@ -77,6 +110,10 @@ def _flag_value(path: str, key, value, action: argparse.Action):
             raise ConfigError(f"{path}: {key}: {value!r} is not a valid {kind}") from None
     if action.choices is not None and value not in action.choices:
         raise ConfigError(f"{path}: {key}: {value!r} is not one of {', '.join(map(str, action.choices))}")
+    if action.type is None and value is not None and not isinstance(value, (str, dict)):
+        # a text flag (--tasks, --output_path, --mesh, ...): a number or true/false here is a mistake
+        # the flag's own code would meet as an AttributeError
+        raise ConfigError(f"{path}: {key}: expected text, got {type(value).__name__} {value!r}")
     return value
 
 
@@ -108,13 +145,15 @@ def parse_model_args(text: str | None) -> dict:
             continue
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"--model_args: '{part}' is not key=value")
+            raise ConfigError(f"--model_args: '{_short(part)}' is not key=value")
         value = value.strip()
         if value[:1] in ("{", "["):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError as e:
-                raise ConfigError(f"--model_args: {key.strip()}={value} is not valid JSON ({e})") from None
+                raise ConfigError(f"--model_args: {key.strip()}={_short(value)} is not valid JSON ({e})") from None
+            except RecursionError:
+                raise ConfigError(f"--model_args: {key.strip()}: JSON nested too deeply to read") from None
         pairs[key.strip()] = value
     return pairs
 
@@ -130,6 +169,13 @@ def _gen_value(text: str):
         return json.loads(text)
     except json.JSONDecodeError:
         return {"true": True, "false": False}.get(text.lower(), text)
+    except RecursionError:
+        raise ConfigError(f"--gen_kwargs: {_short(text)}: JSON nested too deeply to read") from None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """A user's value in a one-line message: its start, when it is long."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def parse_gen_kwargs(given):
@@ -143,10 +189,11 @@ def parse_gen_kwargs(given):
     if isinstance(given, dict):
         pairs = dict(given)
     elif given.strip().startswith("{"):
-        try:
-            pairs = json.loads(given)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"--gen_kwargs: {given} is not valid JSON ({e})") from None
+        from jaxeval.io.inputs import parse_json
+
+        pairs = parse_json(given, "--gen_kwargs", ConfigError)
+        if not isinstance(pairs, dict):
+            raise ConfigError(f"--gen_kwargs: a JSON object of settings, found {type(pairs).__name__}")
     else:
         pairs = {}
         for part in _top_level_parts(given):
@@ -154,7 +201,7 @@ def parse_gen_kwargs(given):
             if not part.strip():
                 continue
             if not sep or not key.strip():
-                raise ConfigError(f"--gen_kwargs: '{part}' is not key=value")
+                raise ConfigError(f"--gen_kwargs: '{_short(part)}' is not key=value")
             pairs[key.strip()] = _gen_value(value.strip())
     unknown = sorted(set(pairs) - set(GEN_KWARGS))
     if unknown:
@@ -162,7 +209,8 @@ def parse_gen_kwargs(given):
 
     def number(key, kind, ok, what):
         value = pairs[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int) or not ok(value):
+        if (isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int)
+                or not math.isfinite(value) or not ok(value)):  # a YAML .inf arrives as a float, not as text
             raise ConfigError(f"--gen_kwargs: {key}={value!r} must be {what}")
         return kind(value)
 

@@ -25,8 +25,8 @@ import threading
 import time
 
 from jaxeval.errors import DataError, JaxevalError
-from jaxeval.inputs import writing
-from jaxeval.results.storage import is_local, open_fs, write_text_atomic
+from jaxeval.io.outputs import writing
+from jaxeval.io.fs import is_local, open_fs, write_text_atomic
 
 JOURNAL_VERSION = 1
 

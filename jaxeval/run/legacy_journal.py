@@ -14,7 +14,7 @@ import hashlib
 import json
 
 from jaxeval.run.journal import JOURNAL_VERSION, _dumps as journal_line
-from jaxeval.results.storage import open_fs, write_text_atomic
+from jaxeval.io.fs import open_fs, write_text_atomic
 
 # the flags the old layout hashed, under their old names
 OLD_AGENT_BENCH = {"data": "agent_bench_data", "sets": "agent_bench_sets", "lengths": "agent_bench_lengths",

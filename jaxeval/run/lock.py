@@ -8,7 +8,7 @@ dies, so the lock of a killed run is simply taken over (and said so). On object 
 which have no locks, the file alone is the lock: a holder on this host that is no longer
 running is taken over; one on another host must be removed by hand if it is stale.
 
-Interrupted atomic writes leave `.<name>.<random>.tmp` files behind (jaxeval/results/storage.py);
+Interrupted atomic writes leave `.<name>.<random>.tmp` files behind (jaxeval/io/fs.py);
 the lock's holder removes those of its own run (`remove_temp_files`), since no other process
 may be writing them.
 """
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from jaxeval.errors import ConfigError
-from jaxeval.results.storage import is_local, is_url, join, open_fs
+from jaxeval.io.fs import is_local, is_url, join, open_fs
 
 
 class RunLockedError(ConfigError):

@@ -249,7 +249,7 @@ def folder_scheme(folder) -> Scheme | None:
     """The quantization scheme of a HF folder's config.json (None: a float checkpoint or no config.json)."""
     from pathlib import Path
 
-    from jaxeval.inputs import read_json
+    from jaxeval.io.inputs import read_json
 
     path = Path(folder) / "config.json"
     if not path.is_file():

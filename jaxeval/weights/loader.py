@@ -106,7 +106,7 @@ def _rounded(params: dict, label: str | None, group: int, place=jnp.asarray) -> 
 def generation_eos_ids(folder: Path) -> tuple[int, ...]:
     """generation_config.json's eos_token_id (an id or a list of ids; transformers stops at each),
     () when the folder has no such file or field."""
-    from jaxeval.inputs import read_json
+    from jaxeval.io.inputs import read_json
 
     path = Path(folder) / "generation_config.json"
     if not path.is_file():
@@ -120,7 +120,7 @@ def generation_eos_ids(folder: Path) -> tuple[int, ...]:
 
 
 def resolve_model_path(path: str | Path) -> Path:
-    from jaxeval.results.storage import is_url, local_copy
+    from jaxeval.io.fs import is_url, local_copy
 
     if is_url(path):  # gs://bucket/model or any fsspec URL: copied once into the local cache
         return local_copy(str(path))

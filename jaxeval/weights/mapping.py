@@ -63,7 +63,7 @@ def load_mapping(mapping) -> dict:
         if not path.is_file():
             raise ConfigError(f"mapping {mapping}: neither a file nor a built-in mapping "
                               f"(built-ins: {', '.join(sorted(BUILTIN))})")
-        from jaxeval.inputs import read_text
+        from jaxeval.io.inputs import read_text
 
         text = read_text(path, ConfigError, "mapping file")
         try:

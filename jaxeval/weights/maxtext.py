@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jaxeval.errors import CheckpointError, ConfigError
 from jaxeval.models.config import ModelConfig, config_from_hf
-from jaxeval.results.storage import is_url
+from jaxeval.io.fs import is_url
 from jaxeval.weights import maxtext_config as mc
 from jaxeval.weights.maxtext_layout import MaxTextTree, items_folder, read_tree
 from jaxeval.weights.loader import load_tokenizer_from
@@ -52,7 +52,7 @@ def _config_beside(items: str) -> Path | None:
 
 def open_maxtext(path, maxtext_config=None, config=None, overrides: dict | None = None) -> MaxTextCheckpoint:
     """The checkpoint at `path` with its config, checked; raises one line on the first problem."""
-    from jaxeval.inputs import read_json
+    from jaxeval.io.inputs import read_json
 
     items = items_folder(path)
     if items is None:

@@ -16,7 +16,7 @@ import os
 import jax
 
 from jaxeval.errors import CheckpointError
-from jaxeval.results.storage import is_url, open_fs
+from jaxeval.io.fs import is_url, open_fs
 
 LAYOUTS_TRIED = ("Hugging Face folder (config.json + *.safetensors)", "jaxeval Orbax checkpoint (jaxeval.json)",
                  "GGUF file", "MaxText checkpoint (<step>/items or an items folder: Orbax _METADATA)")

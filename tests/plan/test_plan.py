@@ -86,3 +86,21 @@ def test_bad_plan_flags_are_one_line(command, flag, value, message, capsys, tmp_
                  "--output_path", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+def test_a_counting_judge_survives_the_reply_limit_copy():
+    """judges.base.with_reply_limit copies the judge (HELMET's LongQA cap): copy.copy must not recurse
+    through __getattr__ before _judge exists (the RecursionError of every judged plan and run)."""
+    from jaxeval.judges.base import with_reply_limit
+    from jaxeval.plan.counting import CountingJudge, Recorder
+
+    class Judge:
+        max_tokens, spec = 8192, "http:u:m"
+
+        def settings(self):
+            return {"spec": self.spec}
+    recorder = Recorder()
+    limited = with_reply_limit(CountingJudge(Judge(), "judge", None, recorder), 2048)
+    assert limited.max_tokens == 2048 and limited.spec == "http:u:m" and limited.settings() == {"spec": "http:u:m"}
+    limited.complete(["abcdefgh"])
+    assert recorder.judge_calls == [("judge", 2, 2048)]

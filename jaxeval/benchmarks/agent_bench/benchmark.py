@@ -9,6 +9,7 @@ from jaxeval.benchmarks.agent_bench.defaults import EMBEDDED_AGENT_DATA, split_l
 from jaxeval.benchmarks.base import Benchmark, RunContext
 from jaxeval.benchmarks.settings import setting
 from jaxeval.generation import require_tokenizer
+from jaxeval.benchmarks.agent_bench.data import HUB_ID
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,8 +25,10 @@ class AgentBenchSettings:
 
 class AgentBench(Benchmark):
     name = "agent_bench"
+    hub_id = HUB_ID
     tasks = ("agent_bench",)
     Settings = AgentBenchSettings
+    teacher_forced = True  # every item is a log-prob read of the with-rule and without-rule texts
     # `jaxeval run` spelled these without the prefix until the settings moved to one shape; run
     # configs (configs/suites/smoke.yaml among them) were written with them, so they keep working
     aliases = {"data": "data", "sets": "sets", "lengths": "lengths", "mode": "mode", "save_scores": "save_scores",

@@ -27,8 +27,8 @@ def add_command(subparsers, model_options, load_model, benchmark) -> None:
 def cmd_agent_bench(args: argparse.Namespace, load_model, benchmark) -> int:
     from jaxeval.benchmarks.base import RunContext
     from jaxeval.engine.distributed import is_writer
-    from jaxeval.inputs import check_output_file
-    from jaxeval.results.files import write_json_atomic
+    from jaxeval.io.outputs import check_output_file
+    from jaxeval.io.json_files import write_json_atomic
     from jaxeval.run.metadata import run_metadata
 
     for path in filter(None, (args.out, args.save_scores)):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from jaxeval.benchmarks.agent_bench.schema import SCHEMAS, validate_record
-from jaxeval.benchmarks.files import read_jsonl_file, read_parquet_rows
+from jaxeval.io.rows import read_jsonl_file, read_parquet_rows
 from jaxeval.errors import DataError
 
 CONFIGS = ("facts", "tool_calls", "rules_en", "rules_cs", "rules_de")  # as the card lists them

@@ -231,4 +231,20 @@ def format_rows_table(result: dict) -> str:
                           *(f"{cell:<{width}}" for cell, width in zip(rest, widths[2:]))]).rstrip()
 
     rule = "  ".join("-" * width for width in widths)
-    return "\n".join([render(header), rule, *(render(cells) for cells in lines)])
+    return "\n".join([render(header), rule, *(render(cells) for cells in lines), *_row_notes(result["rows"])])
+
+
+def _row_notes(rows) -> list[str]:
+    """Why a row is n/a, said under the table (the reason is otherwise only in the results JSON)."""
+    from jaxeval.benchmarks.agent_bench.rules import COUNTED_EFFECT
+
+    notes = []
+    for row in rows:
+        if row["value"] is not None:
+            continue
+        if not row["total"]:
+            notes.append(f"n/a {row['row']}: {row['config']}/{row['split']} holds no targets of this kind")
+        elif not row["scored"]:
+            notes.append(f"n/a {row['row']}: none of its {row['total']} targets counted (a rule target counts only "
+                         f"where the reference scores show the rule moving the answer by >= {COUNTED_EFFECT:g} nat)")
+    return notes

@@ -20,6 +20,7 @@ from jaxeval.benchmarks.helmet.tasks import CATEGORIES, SAMPLE_DIR
 from jaxeval.benchmarks.settings import setting
 from jaxeval.errors import ConfigError
 from jaxeval.judges.options import add_judge_arguments
+from jaxeval.benchmarks.helmet.tasks import HUB_ID
 
 SAMPLE_CATEGORIES = ("recall", "rag", "longqa")  # what the embedded sample holds (8k tier)
 AGENTICLU_CATEGORIES = ("rag", "longqa")
@@ -117,6 +118,7 @@ def _check_judge_settings(settings: HelmetSettings, calls: JudgeCalls) -> None:
 
 class Helmet(Benchmark):
     name = "helmet"
+    hub_id = HUB_ID
     tasks = ("helmet", "helmet_agenticlu")
     Settings = HelmetSettings
     version = summary.VERSION
@@ -221,9 +223,9 @@ class Helmet(Benchmark):
         from pathlib import Path
 
         from jaxeval.benchmarks.helmet.rescore import read_keypoints, rescore
-        from jaxeval.inputs import score_output_folder
+        from jaxeval.io.outputs import score_output_folder
         from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
-        from jaxeval.results.files import write_json_atomic
+        from jaxeval.io.json_files import write_json_atomic
 
         from jaxeval.judges.options import check_judge_arguments
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from jaxeval.benchmarks.files import read_jsonl_file
+from jaxeval.io.rows import read_jsonl_file
 from jaxeval.errors import DataError
-from jaxeval.inputs import read_json
+from jaxeval.io.inputs import read_json
 
 HUB_ID = "princeton-nlp/HELMET"
 

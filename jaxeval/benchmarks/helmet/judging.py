@@ -52,7 +52,7 @@ def longqa_judge(judge):
 
 
 def read_prompt(path: str | Path) -> str:
-    from jaxeval.inputs import read_text
+    from jaxeval.io.inputs import read_text
 
     path = Path(path)
     if not path.is_file():

@@ -14,7 +14,7 @@ from jaxeval.benchmarks.helmet.tasks import ASSETS, EvalUnit, family
 from jaxeval.benchmarks.helmet.templates import Template, template_for
 from jaxeval.benchmarks.helmet.truncation import FittedPrompt, fit_prompt, pretruncate
 from jaxeval.errors import DataError
-from jaxeval.inputs import read_json
+from jaxeval.io.inputs import read_json
 
 PRETRUNCATED = ("narrativeqa", "infbench_qa_eng", "infbench_choice_eng", "infbench_sum_eng", "multi_lexsum")
 # Fields never saved with an output (long; the prompt is reproducible from the data).

@@ -26,7 +26,7 @@ KEYPOINT_FIELDS = ("keypoints", "summary/short_keypoints")
 
 
 def _read_json(path: Path):
-    from jaxeval.inputs import read_json
+    from jaxeval.io.inputs import read_json
 
     return read_json(path)
 
@@ -100,7 +100,7 @@ def load_saved(path: str | Path) -> list[dict]:
 
 def read_keypoints(path: str | Path) -> dict[str, list[str]]:
     """id -> keypoints from a JSONL file (InfBench keypoints or Multi-LexSum validation rows)."""
-    from jaxeval.benchmarks.files import read_jsonl_file
+    from jaxeval.io.rows import read_jsonl_file
 
     out = {}
     for row, where in read_jsonl_file(path):

@@ -9,7 +9,11 @@
    template and special tokens included) of T tokens must fit L - G. When it does not,
    overflow = T - (L - G); the context alone (tokenized with default special tokens) is cut at
    the START character of its token `overflow` positions from the end, and the prompt is
-   rendered once more, with no second check.
+   rendered once more. Upstream stops there, unchecked; but a tokenizer may encode the cut
+   context plus the text after it into more tokens than it counted (a merge across the cut, a
+   word-start marker the cut exposes), leaving the prompt a token or two over L - G and the
+   generation short of its budget. Here the re-rendered prompt is checked, and cut further by
+   its excess until it fits: a prompt upstream would have fitted is cut exactly as upstream.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from jaxeval.errors import ConfigError, InputTooLongError
 from jaxeval.generation import chat_prompt_ids, has_chat_template, user_turn
 
 OMISSION_MARKER = " ... [the rest of the text is omitted]"
+MAX_RECUTS = 8  # re-encoding grows by a token or two at a cut; more means a tokenizer that never settles
 
 
 def _offsets(tokenizer, text: str) -> list[tuple[int, int]]:
@@ -62,10 +67,18 @@ def fit_prompt(tokenizer, template: Template, sample: dict, chat: bool, input_ma
     budget = input_max_length - generation_max_length
     if len(ids) <= budget:
         return FittedPrompt(ids, len(ids), 0), sample
-    overflow = len(ids) - budget
-    offsets = _offsets(tokenizer, sample["context"])
-    if overflow > len(offsets):
-        raise InputTooLongError(f"{where}: the prompt has {len(ids)} tokens; even without its context it does "
-                                f"not fit input_max_length {input_max_length} - generation {generation_max_length}")
-    shortened = dict(sample, context=sample["context"][:offsets[-overflow][0]])
-    return FittedPrompt(render_ids(tokenizer, template, shortened, chat), len(ids), overflow), shortened
+    raw, removed, shortened = len(ids), 0, sample
+    for _ in range(MAX_RECUTS):
+        overflow = len(ids) - budget
+        offsets = _offsets(tokenizer, shortened["context"])
+        if overflow > len(offsets):
+            raise InputTooLongError(f"{where}: the prompt has {raw} tokens; even without its context it does "
+                                    f"not fit input_max_length {input_max_length} - generation {generation_max_length}")
+        shortened = dict(shortened, context=shortened["context"][:offsets[-overflow][0]])
+        removed += overflow
+        ids = render_ids(tokenizer, template, shortened, chat)
+        if len(ids) <= budget:
+            return FittedPrompt(ids, raw, removed), shortened
+    raise InputTooLongError(f"{where}: the prompt still has {len(ids)} tokens after cutting its context "
+                            f"{MAX_RECUTS} times; it does not fit input_max_length {input_max_length} - "
+                            f"generation {generation_max_length}")

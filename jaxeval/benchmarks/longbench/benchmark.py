@@ -16,11 +16,13 @@ from jaxeval.benchmarks.longbench.metrics import (
 from jaxeval.benchmarks.settings import setting
 from jaxeval.generation import require_tokenizer
 from jaxeval.metrics.edit_similarity import BACKENDS
+from jaxeval.benchmarks.longbench.tasks import HUB_ID
 
 
 @dataclasses.dataclass(frozen=True)
 class LongBenchSettings:
-    data: str | None = setting(None, "LongBench JSONL folder (default: embedded sample)")
+    data: str | None = setting(None, "LongBench JSONL folder or the hub id THUDM/LongBench (default: the "
+                                      "stand-in sample shipped with jaxeval, a few items per dataset)")
     datasets: str | None = setting(None, "comma-separated v1 dataset names, e.g. hotpotqa,trec (default: all of the "
                                          "task's: 21, LongBench-E 13)")
 
@@ -44,6 +46,7 @@ def _stderrs(result: dict, dataset: str, e: bool) -> dict:
 
 class LongBench(Benchmark):
     name = "longbench"
+    hub_id = HUB_ID
     tasks = ("longbench", "longbench_e")
     Settings = LongBenchSettings
 
@@ -144,7 +147,7 @@ class LongBench(Benchmark):
         """
         from jaxeval.benchmarks.longbench.rescore import rescore_predictions
         from jaxeval.benchmarks.longbench.results import format_scores_table
-        from jaxeval.inputs import score_output_folder
+        from jaxeval.io.outputs import score_output_folder
 
         options = ScoringOptions(code_sim_backend=args.code_sim_backend, rouge_recursion=args.rouge_recursion)
         result = rescore_predictions(args.predictions, e=args.e, options=options,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from jaxeval.benchmarks.longbench.tasks import CONFIGS, HUB_ID, TASKS, dataset_of_config
-from jaxeval.benchmarks.files import read_jsonl_file, read_jsonl_rows, read_parquet_rows
+from jaxeval.io.rows import read_jsonl_file, read_jsonl_rows, read_parquet_rows
 from jaxeval.errors import DataError
 
 _HUB_ID_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from jaxeval.benchmarks.longbench.scoring import PredictionRow
 from jaxeval.benchmarks.longbench.tasks import DATASETS, E_DATASETS, E_SUFFIX
-from jaxeval.benchmarks.files import read_jsonl_file
+from jaxeval.io.rows import read_jsonl_file
 from jaxeval.errors import DataError
 
 

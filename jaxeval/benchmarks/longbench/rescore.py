@@ -15,7 +15,7 @@ from jaxeval.benchmarks.longbench.predictions import prediction_files, read_pred
 from jaxeval.benchmarks.longbench.results import (
     RESULT_JSON, benchmark_name, compare_result_json, score_datasets, write_result_json,
 )
-from jaxeval.results.files import write_json_atomic
+from jaxeval.io.json_files import write_json_atomic
 
 RESULT_JSON_KEPT_ASIDE = "result.jaxeval.json"  # ours, when a different result.json is already there
 

@@ -88,7 +88,7 @@ def _same(a, b) -> bool:
 
 def compare_result_json(path: str | Path, scores: Mapping) -> dict:
     """How `scores` compare with an existing result.json: which datasets differ or are missing."""
-    from jaxeval.inputs import read_json
+    from jaxeval.io.inputs import read_json
 
     path = Path(path)
     official = read_json(path, name="result.json")

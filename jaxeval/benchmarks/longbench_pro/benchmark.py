@@ -16,6 +16,7 @@ from jaxeval.benchmarks.longbench_pro.semsim import BACKENDS, OFFICIAL_EMBEDDING
 from jaxeval.benchmarks.longbench_pro.tasks import MODEL_TYPES, MODES, RUNS_PER_SAMPLE
 from jaxeval.benchmarks.settings import setting
 from jaxeval.errors import ConfigError
+from jaxeval.benchmarks.longbench_pro.tasks import HUB_ID
 
 EMBEDDING_HELP = ("SemSim model for T4: a local folder or a hub id already in the HF cache (never downloaded at run "
                   "time); anything but Qwen3-Embedding-8B is a recorded deviation")
@@ -71,6 +72,7 @@ def scoring(embedding_model: str, backend: str, dtype: str, rouge_recursion: str
 
 class LongBenchPro(Benchmark):
     name = "longbench_pro"
+    hub_id = HUB_ID
     tasks = ("longbench_pro",)
     Settings = LongBenchProSettings
 
@@ -170,7 +172,7 @@ class LongBenchPro(Benchmark):
         """Score, print the table, write the evaluation JSONL, summary and results; 0 on success."""
         from jaxeval.benchmarks.longbench_pro.rescore import rescore_predictions
         from jaxeval.benchmarks.longbench_pro.summary import format_table
-        from jaxeval.inputs import score_output_folder
+        from jaxeval.io.outputs import score_output_folder
 
         semsim, options = scoring(args.embedding_model, args.semsim_backend, args.embedding_dtype, args.rouge_recursion)
         result = rescore_predictions(args.predictions, output_dir=score_output_folder(args.predictions, args.output_path),

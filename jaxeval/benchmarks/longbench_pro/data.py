@@ -13,10 +13,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from jaxeval.benchmarks.files import read_jsonl_file
+from jaxeval.io.rows import read_jsonl_file
 from jaxeval.benchmarks.longbench_pro.tasks import DIMENSIONS, HUB_FILE, HUB_ID, SECONDARY_TASKS, SHIPPED_SAMPLE
 from jaxeval.errors import DataError
-from jaxeval.inputs import read_json
+from jaxeval.io.inputs import read_json
 
 _STRING_FIELDS = ("id", "context", "language", "token_length", "primary_task", "secondary_task",
                   "contextual_requirement", "question_nonthinking", "question_thinking", "difficulty")

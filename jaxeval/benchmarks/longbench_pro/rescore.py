@@ -20,10 +20,10 @@ from jaxeval.benchmarks.longbench_pro.data import read_jsonl
 from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench_pro.scoring import check_row, score_row, summarize_rows
 from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
-from jaxeval.errors import DataError
-from jaxeval.inputs import read_json
-from jaxeval.results.files import write_json_atomic
-from jaxeval.results.storage import write_text_atomic
+from jaxeval.errors import ConfigError, DataError
+from jaxeval.io.inputs import read_json
+from jaxeval.io.json_files import write_json_atomic
+from jaxeval.io.fs import write_text_atomic
 
 TASK = "longbench_pro"
 _SHARD = re.compile(r"_inference_(\d+)-of-(\d+)\.jsonl$")
@@ -93,6 +93,8 @@ def official_summary_text(summary: dict) -> str:
 
 def rescore_predictions(predictions: str | Path, *, output_dir: str | Path | None = None, bon_num: int | None = None,
                         semsim: SemSimSettings = SemSimSettings(), options: ScoringOptions = DEFAULT_OPTIONS) -> dict:
+    if bon_num is not None and (isinstance(bon_num, bool) or not isinstance(bon_num, int) or bon_num < 1):
+        raise ConfigError(f"--bon_num must be a positive integer (runs per question), got {bon_num!r}")
     rows = read_prediction_rows(predictions)
     needs_semsim = any(row["secondary_task"].startswith("T4") for row, _ in rows)
     similarity, description = load_semsim(semsim) if needs_semsim else (None, {"model": None, "unused": True})

@@ -40,7 +40,7 @@ def resolve_sampling(model_path: str, temperature: float | None, top_p: float | 
     config_file = Path(model_path) / "generation_config.json"
     defaults = {}
     if config_file.is_file():
-        from jaxeval.inputs import read_json
+        from jaxeval.io.inputs import read_json
 
         defaults = read_json(config_file, ConfigError)
         if not isinstance(defaults, dict):

@@ -27,6 +27,12 @@ def check_row(row, where: str) -> None:
     for field in LABEL_FIELDS:
         if not isinstance(row.get(field), str):
             raise DataError(f"{where}: field '{field}' must be a string, got {row.get(field)!r:.60}")
+    from jaxeval.benchmarks.longbench_pro.tasks import SECONDARY_TASKS
+
+    if row["secondary_task"] not in SECONDARY_TASKS:  # the official metric table would score it a silent 0
+        raise DataError(f"{where}: field 'secondary_task' is {row['secondary_task']!r}, not a LongBench Pro task")
+    if "prediction" not in row:  # null is the official "no answer" (scored as ""); a missing field is a broken file
+        raise DataError(f"{where}: no field 'prediction' (null for a run that produced no answer)")
     if row["language"] not in DIMENSIONS["language"]:
         raise DataError(f"{where}: field 'language' is {row['language']!r}; expected Chinese or English")
     answer = row.get("answer")

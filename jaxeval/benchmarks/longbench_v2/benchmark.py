@@ -106,7 +106,7 @@ class LongBenchV2(Benchmark):
     def rescore(self, args: argparse.Namespace) -> int:
         from jaxeval.benchmarks.longbench_v2.rescore import rescore_predictions
         from jaxeval.benchmarks.longbench_v2.scoring import format_table
-        from jaxeval.inputs import score_output_folder
+        from jaxeval.io.outputs import score_output_folder
 
         result = rescore_predictions(args.predictions, args.compensated,
                                      score_output_folder(args.predictions, args.output_path))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxeval.benchmarks.files import read_jsonl_file
+from jaxeval.io.rows import read_jsonl_file
 from jaxeval.errors import DataError
-from jaxeval.inputs import read_json
+from jaxeval.io.inputs import read_json
 
 HUB_ID = "THUDM/LongBench-v2"
 SHIPPED_SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "longbench_v2_sample" / "data.json"

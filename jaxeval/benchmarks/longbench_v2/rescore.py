@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jaxeval.benchmarks.files import read_jsonl_file
+from jaxeval.io.rows import read_jsonl_file
 from jaxeval.benchmarks.longbench_v2.data import require_strings
 from jaxeval.benchmarks.longbench_v2.prompts import extract_answer
 from jaxeval.benchmarks.longbench_v2.scoring import COLUMNS, result_table
 from jaxeval.errors import DataError
-from jaxeval.inputs import read_text
-from jaxeval.results.files import write_json_atomic
+from jaxeval.io.inputs import read_text
+from jaxeval.io.json_files import write_json_atomic
 
 NEEDED = ("_id", "difficulty", "length", "answer", "response")
 

@@ -117,7 +117,7 @@ class Mrcr(Benchmark):
     def rescore(self, args: argparse.Namespace) -> int:
         from jaxeval.benchmarks.mrcr.rescore import rescore_predictions
         from jaxeval.benchmarks.mrcr.summary import format_table
-        from jaxeval.inputs import score_output_folder
+        from jaxeval.io.outputs import score_output_folder
 
         result = rescore_predictions(args.predictions, args.tokenizer,
                                      score_output_folder(args.predictions, args.output_path))

@@ -12,7 +12,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from jaxeval.benchmarks.files import read_jsonl_file, read_parquet_rows
+from jaxeval.io.rows import read_jsonl_file, read_parquet_rows
 from jaxeval.errors import DataError
 
 HUB_ID = "openai/mrcr"

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxeval.benchmarks.files import read_jsonl_file
+from jaxeval.io.rows import read_jsonl_file
 from jaxeval.benchmarks.mrcr.data import check_row, parse_messages
 from jaxeval.benchmarks.mrcr.grading import BinCounter, bin_of, grade
 from jaxeval.benchmarks.mrcr.summary import summarize
 from jaxeval.errors import ConfigError, DataError
-from jaxeval.results.files import write_json_atomic
+from jaxeval.io.json_files import write_json_atomic
 
 NO_BIN = "unbinned"
 

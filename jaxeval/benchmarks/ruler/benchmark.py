@@ -135,8 +135,8 @@ class Ruler(Benchmark):
         from pathlib import Path
 
         from jaxeval.benchmarks.ruler.rescore import rescore
-        from jaxeval.inputs import score_output_folder, writing
-        from jaxeval.results.files import write_json_atomic
+        from jaxeval.io.outputs import score_output_folder, writing
+        from jaxeval.io.json_files import write_json_atomic
 
         result = rescore(args.predictions)
         folder = Path(score_output_folder(args.predictions, args.output_path))

@@ -36,7 +36,7 @@ def sha256_file(path: Path) -> str:
 
 def _read_json(path: Path, flag: str):
     """The JSON in a user's file; any problem one DataError naming the flag and the file."""
-    from jaxeval.inputs import read_text
+    from jaxeval.io.inputs import read_text
 
     try:
         text = read_text(path)

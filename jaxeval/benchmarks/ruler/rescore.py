@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from jaxeval.benchmarks.files import read_jsonl_file
+from jaxeval.io.rows import read_jsonl_file
 from jaxeval.benchmarks.ruler.metrics import nulls, postprocess, task_score
 from jaxeval.benchmarks.ruler.summary import length_averages
 from jaxeval.benchmarks.ruler.tasks import TASKS, generator_of

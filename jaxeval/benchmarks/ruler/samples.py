@@ -141,7 +141,7 @@ def question_count(spec: SampleSpec) -> int | None:
 def load_or_generate(spec: SampleSpec, tokenizer, count: int, cache_dir: Path | None) -> tuple[list[dict], dict]:
     """The first `count` samples (fewer where one cannot fit) and {"cache": hit|generated|off,
     "path", "haystack_size", "stuck": why fewer or None}."""
-    from jaxeval.results.storage import write_text_atomic
+    from jaxeval.io.fs import write_text_atomic
 
     path = None
     if cache_dir is not None:

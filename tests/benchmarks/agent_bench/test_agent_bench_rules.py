@@ -165,3 +165,27 @@ def test_every_rules_target_is_a_logged_sample(tokenizer):
     aligned = [s for s in logged if s["logprob_with_rule"] is not None]
     assert aligned and all(s["reference_with_rule"] == s["logprob_with_rule"] for s in aligned)  # self-reference
     assert result["sets"]["rules_en"]["8k"]["scored"] == len(aligned)
+
+
+@pytest.mark.parametrize("separator_in_span", [True, False])
+def test_rule_char_with_or_without_the_separator_before_the_rule(tmp_path, separator_in_span):
+    """Both conventions of the card: the common prefix ends at the rule or at the separator before it."""
+    item = load_split(SHIPPED_DATA, "rules_en", "8k")[0]
+    record = {k: (list(v) if isinstance(v, tuple) else v) for k, v in item.__dict__.items() if k != "origin"}
+    record["targets"] = [dict(t.__dict__) for t in item.targets]
+    record["sources"] = [dict(s) for s in record["sources"]]
+    without, start = record["text_without_rule"], record["rule_char"][0]
+    cut = without.rfind(" ", 0, start)  # a separator that the without-rule text does not repeat
+    line = "\n" + record["rule"]
+    record["text_with_rule"] = without[:cut] + line + without[cut:]
+    first = cut if separator_in_span else cut + 1
+    record["rule_char"] = [first, cut + len(line)]
+    for target in record["targets"]:
+        target["char_with_rule"] = target["char_without_rule"] + len(line)
+    write_jsonl(tmp_path, [record], config="rules_en")
+    (loaded,) = load_split(tmp_path, "rules_en", "8k")
+    assert loaded.rule_char == tuple(record["rule_char"])
+    record["text_with_rule"] = without[:cut - 1] + "X" + line + without[cut:]  # a real difference is refused
+    write_jsonl(tmp_path, [record], config="rules_en")
+    with pytest.raises(DataError, match="differ before the rule"):
+        load_split(tmp_path, "rules_en", "8k")

@@ -106,3 +106,18 @@ def test_summary_file_is_laid_out_as_the_evaluators_save_json_file(tmp_path):
     assert text.startswith('{\n    "date": ') and text.endswith("}") and not text.endswith("\n")
     assert text == json.dumps(result["summary"], ensure_ascii=False, indent=4)
     assert list(json.loads(text)) == list(result["summary"])
+
+
+@pytest.mark.parametrize("change, flags, message", [
+    (lambda r: r.update(secondary_task="T9.9 Made Up"), [], "field 'secondary_task' is 'T9.9 Made Up', not a LongBench Pro task"),
+    (lambda r: r.pop("prediction"), [], "no field 'prediction'"),
+    (lambda r: None, ["--bon_num", "0"], "--bon_num must be a positive integer"),
+])
+def test_unknown_tasks_missing_predictions_and_bon_num_0_are_one_line(tmp_path, capsys, change, flags, message):
+    bad = dict(ROWS[0])
+    change(bad)
+    path = write_jsonl(tmp_path / "x.jsonl", [ROWS[1], bad])
+    assert main(["score", "--benchmark", "longbench_pro", "--predictions", str(path), "--output_path",
+                 str(tmp_path / "out"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err

@@ -1,6 +1,6 @@
 """File readers shared by benchmark loaders; each row comes with its origin for error messages.
 
-They read through jaxeval.inputs, the one boundary for users' files: a file that cannot be read or
+They read through jaxeval.io.inputs, the one boundary for users' files: a file that cannot be read or
 is not UTF-8 is a DataError naming it (and its line)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from jaxeval.errors import DataError
-from jaxeval.inputs import describe_decode_error, open_input, reading
+from jaxeval.io.inputs import describe_decode_error, open_input, reading
 
 
 def read_parquet_rows(path: Path) -> Iterator[tuple[dict, str]]:
@@ -38,9 +38,12 @@ def read_jsonl_rows(lines: Iterable[str | bytes], where: str) -> Iterator[tuple[
         if not line.strip():
             continue
         try:
-            yield json.loads(line), f"{where}, line {line_number}"
+            row = json.loads(line)
         except json.JSONDecodeError as error:
             raise DataError(f"{where}, line {line_number}: not valid JSON ({error.msg})") from None
+        except RecursionError:
+            raise DataError(f"{where}, line {line_number}: JSON nested too deeply to read") from None
+        yield row, f"{where}, line {line_number}"
 
 
 def read_jsonl_file(path: Path | str) -> Iterator[tuple[Any, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jaxeval.results.storage import is_url, write_text_atomic
+from jaxeval.io.fs import is_url, write_text_atomic
 
 
 def write_json_atomic(path: str | Path, data) -> Path | str:

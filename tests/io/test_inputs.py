@@ -1,4 +1,4 @@
-"""The input and output boundary (jaxeval/inputs.py): files a user gives that cannot be read,
+"""The input and output boundary (jaxeval/io/): files a user gives that cannot be read,
 are not UTF-8 or hold nothing, destinations that cannot be written or must not be overwritten,
 and flags the run would reject: each one line and exit status 2, in `validate` as in `run`."""
 
@@ -15,9 +15,9 @@ import pytest
 
 from jaxeval.cli import EMBEDDED_MODEL, main
 
-LONGBENCH_PRED = Path(__file__).parent / "benchmarks/longbench/data/official_eval/pred"
-AGENT_DATA = Path(__file__).resolve().parents[1] / "jaxeval/assets/agent_bench_sample"
-LONGBENCH_SAMPLE = Path(__file__).resolve().parents[1] / "jaxeval/assets/longbench_sample"
+LONGBENCH_PRED = Path(__file__).resolve().parents[1] / "benchmarks/longbench/data/official_eval/pred"
+AGENT_DATA = Path(__file__).resolve().parents[2] / "jaxeval/assets/agent_bench_sample"
+LONGBENCH_SAMPLE = Path(__file__).resolve().parents[2] / "jaxeval/assets/longbench_sample"
 
 
 def one_line_error(capsys, *names: str) -> str:
@@ -117,3 +117,47 @@ def test_validate_rejects_every_flag_the_run_rejects(tmp_path, capsys, flags, me
         assert main([command, *flags, "--output_path", str(tmp_path)]) == 2
         one_line_error(capsys, message)
     assert not list(tmp_path.iterdir())  # refused before anything was loaded or written
+
+
+def test_outputs_never_overwrite_a_journal_or_the_reference(tmp_path, capsys):
+    journal = tmp_path / "run.journal.jsonl"
+    journal.write_text('{"identity": {}, "jaxeval_journal": 1}\n')
+    renamed = tmp_path / "copy.jsonl"  # a journal under another name is known by its header line
+    renamed.write_bytes(journal.read_bytes())
+    for target in (journal, renamed):
+        before = target.read_bytes()
+        assert main(["validate", "--out", str(target)]) == 2
+        one_line_error(capsys, f"--out {target}: is a run's journal")
+        assert target.read_bytes() == before
+    reference = tmp_path / "reference.json"
+    reference.write_text("{}")
+    assert main(["validate", "--out", str(reference), "--reference", str(reference)]) == 2
+    one_line_error(capsys, f"--out {reference}: is the input file {reference}")
+    assert reference.read_text() == "{}"
+
+
+def test_a_write_that_fails_names_the_file(tmp_path, monkeypatch):
+    import os as os_module
+
+    from jaxeval.errors import ConfigError
+    from jaxeval.io.fs import write_text_atomic
+
+    def full(fd):
+        raise OSError(27, "File too large")
+    monkeypatch.setattr(os_module, "fsync", full)
+    target = tmp_path / "results.json"
+    with pytest.raises(ConfigError, match=f"{target}: cannot be written \\(File too large\\)"):
+        write_text_atomic(target, "{}")
+    assert not list(tmp_path.iterdir())  # no temp file left behind
+
+
+def test_report_never_follows_run_name_out_of_its_folder(tmp_path, capsys):
+    from jaxeval.errors import DataError
+    from jaxeval.report.compare import samples_path
+    from jaxeval.report.data import Run
+
+    run = Run("r", str(tmp_path / "r.json"), {}, {}, {"run_name": "../../etc/passwd"})
+    with pytest.raises(DataError, match="run_name '../../etc/passwd' is not a plain file name"):
+        samples_path(run, "longbench")
+    fine = Run("r", str(tmp_path / "r.json"), {}, {}, {"run_name": "tiny-longbench-1"})
+    assert samples_path(fine, "longbench") == str(tmp_path / "tiny-longbench-1.samples_longbench.jsonl")

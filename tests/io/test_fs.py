@@ -11,7 +11,8 @@ import pytest
 from jaxeval.weights.loader import fingerprint
 from jaxeval.cli import EMBEDDED_MODEL
 from jaxeval.errors import ConfigError
-from jaxeval.results.storage import join, local_copy, read_text, write_text_atomic
+from jaxeval.io.fs import join, local_copy, write_text_atomic
+from jaxeval.io.inputs import read_text
 
 
 def test_atomic_write_local_leaves_no_temp_and_readable_mode(tmp_path):

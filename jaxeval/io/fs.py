@@ -45,10 +45,18 @@ def join(base: str | Path, *parts: str) -> str:
 
 def write_text_atomic(path: str | Path, text: str) -> str:
     """Write text so a reader never sees half of it: temp + fsync + rename locally; one object
-    write elsewhere (object stores replace objects atomically). Registered secrets are masked."""
+    write elsewhere (object stores replace objects atomically). Registered secrets are masked.
+    An OSError (a full disk, a file size limit) is one line naming path: the temp file's own
+    error names no file."""
     from jaxeval.secrets import redact
 
-    text = redact(text)
+    try:
+        return _write_text_atomic(path, redact(text))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be written ({e.strerror or type(e).__name__})") from None
+
+
+def _write_text_atomic(path: str | Path, text: str) -> str:
     fs, inner = open_fs(path)
     if not is_local(fs):
         parent = fs._parent(inner)
@@ -73,12 +81,6 @@ def write_text_atomic(path: str | Path, text: str) -> str:
         Path(tmp).unlink(missing_ok=True)
         raise
     return str(target)
-
-
-def read_text(path: str | Path) -> str:
-    fs, inner = open_fs(path)
-    with fs.open(inner, "rb") as f:
-        return f.read().decode("utf-8")
 
 
 def local_copy(url: str, cache_dir: str | Path | None = None) -> Path:
