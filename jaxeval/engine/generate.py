@@ -13,8 +13,10 @@ plus the new tokens.
   its row of the cache (prefill_row; the row and the chunk start are traced).
 - Decode is written for one sequence and vmapped over the rows with per-row positions, so rows of
   different lengths decode together. The first step feeds each prompt's last token. Each layer
-  writes its K/V into the donated cache in place and attends from it (decode_attention reads key
-  blocks straight out of the stacked cache: no copy of the cache per step). Sampling happens on
+  attends from the cache with its own new K/V seen at their slot (decode_attention reads key
+  blocks straight out of the stacked cache: no copy of the cache per step), and every layer's new
+  K/V are written once after the layer scan, row by row in place into the donated cache
+  (decode_row.write_step): a per-layer write under vmap would be a scatter over the whole cache. Sampling happens on
   device; the host gets one [rows] int32 transfer per step, dispatched one step ahead so its EOS /
   stop-string bookkeeping overlaps the next step.
 """
@@ -33,7 +35,7 @@ from jaxeval.engine.bounded_kv import (
     bounded_layout, compact_row, decode_step_bounded, new_bounded_cache, uses_bounded_cache,
 )
 from jaxeval.engine.buckets import chunk_size, generation_batches, length_bucket
-from jaxeval.engine.decode_row import decode_row
+from jaxeval.engine.decode_row import decode_row, write_step
 from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
 from jaxeval.engine.sampling import choose_tokens, prompt_keys
 from jaxeval.engine.snapkv import snapkv_masks
@@ -137,8 +139,9 @@ def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, 
     data/fsdp, K/V heads over tensor, the sequence whole). Tokens and positions come back replicated.
     Returns (next tokens int32 [B], positions + 1, cache_k, cache_v).
     """
-    logits, cache_k, cache_v = jax.vmap(decode_row, in_axes=(None, 0, 0, 0, 0, 0, None, 0))(
+    logits, k_new, v_new = jax.vmap(decode_row, in_axes=(None, 0, 0, 0, 0, 0, None, 0))(
         params, cache_k, cache_v, tokens, positions, rope, config, keep)
+    cache_k, cache_v = write_step(cache_k, k_new, positions), write_step(cache_v, v_new, positions)
     if suppress is not None:  # the first min_new_tokens steps: end-of-generation ids cannot be chosen
         logits = logits + suppress
     chosen = choose_tokens(logits, keys, positions, temperature, top_p)
