@@ -7,10 +7,11 @@ plus the new tokens.
 
 - Prefill runs chunk by chunk (chunk length from the longest prompt's ladder rung; a batch holds
   one rung, buckets.generation_batches) and writes every prompt token but the last, so it needs
-  no head. On one device all rows of a batch run each chunk together (prefill_rows: rows padded
-  to the longest prompt; padding past a prompt is overwritten by decoding before any query can
-  see it); on a mesh, for a hybrid, or when the rows' ropes differ, each prompt runs alone into
-  its row of the cache (prefill_row; the row and the chunk start are traced).
+  no head. All rows of a batch run each chunk together (prefill_rows: rows padded to the longest
+  prompt; padding past a prompt is overwritten by decoding before any query can see it), on one
+  device or a mesh without a context axis; on a context-parallel mesh, for a hybrid, or when the
+  rows' ropes differ, each prompt runs alone into its row of the cache (prefill_row; the row and
+  the chunk start are traced).
 - Decode is written for one sequence and vmapped over the rows with per-row positions, so rows of
   different lengths decode together. The first step feeds each prompt's last token. Each layer
   attends from the cache with its own new K/V seen at their slot (decode_attention reads key
@@ -88,10 +89,12 @@ def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, rope, *, config
     return constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE)
 
 
-@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1, 2))
-def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend):
-    """prefill_row for every row of the batch at once (one device): chunk_ids int [B, C], row r's
-    prompt tokens at positions start .. start + C - 1 (padding past its prompt, as prefill_row's).
+@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2))
+def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend, mesh=None):
+    """prefill_row for every row of the batch at once: chunk_ids int [B, C], row r's prompt tokens at
+    positions start .. start + C - 1 (padding past its prompt, as prefill_row's). mesh: None, or one
+    without a context axis (> 1 would need the striped token order run_layers gives a read): rows over
+    data / fsdp, K/V heads over tensor, as decode_step's cache.
 
     cache_k, cache_v [B, L, S, KV, hd]; rope: the RopeTables every row shares. Each layer attends
     from its own slice of the cache (cache[:, layer], [B, S, KV, hd]: one layer's copy, never the
@@ -105,9 +108,10 @@ def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, ba
         lp, inv_freq, scale, window, i = xs
         layer_cache = tuple(jax.tree.map(lambda t: jax.lax.dynamic_index_in_dim(t, i, axis=1, keepdims=False), cache)
                             for cache in (cache_k, cache_v))
-        return layer_forward(lp, stack_config, x, positions, (inv_freq, scale), window, layer_cache, start, backend)
+        return layer_forward(lp, stack_config, x, positions, (inv_freq, scale), window, layer_cache, start, backend,
+                             mesh, cache_sharded=False)  # decode reads the whole sequence: kept unsplit
 
-    x = embed_tokens(params, config, chunk_ids)
+    x = constrain(embed_tokens(params, config, chunk_ids), mesh, "batch", "sequence", "hidden")
     news = []
     for stack in layer_stacks(config):  # (jaxeval.models.layer_stacks: the dense first layers, then the rest)
         rows = stack.rows
@@ -121,7 +125,8 @@ def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, ba
         return jax.lax.dynamic_update_slice(cache, jnp.swapaxes(new, 0, 1).astype(cache.dtype),
                                             (0, 0, start) + (0,) * (cache.ndim - 3))
 
-    return (jax.tree.map(write, cache_k, k_new), jax.tree.map(write, cache_v, v_new))
+    return (constrain(jax.tree.map(write, cache_k, k_new), mesh, *DECODE_CACHE),
+            constrain(jax.tree.map(write, cache_v, v_new), mesh, *DECODE_CACHE))
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1, 2))
@@ -368,17 +373,18 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
 
 
 def _prefill(params, config, cache, prompts, chunk, backend, mesh, hybrid_model, longest, b):
-    """cache with every prompt's tokens but its last written into its row, chunk by chunk: on one device,
-    K/V layers only and one rope for all rows, every row's chunk in one step (prefill_rows); else row by row.
-    b: the cache's rows (the prompts padded to a power of two)."""
-    if not hybrid_model and mesh is None and b > 1 and len({rope_key(config, p.size) for p in prompts}) == 1:
+    """cache with every prompt's tokens but its last written into its row, chunk by chunk: K/V layers
+    only, one rope for all rows and no context axis, every row's chunk in one step (prefill_rows); else
+    row by row. b: the cache's rows (the prompts padded to a power of two)."""
+    together = mesh is None or mesh.shape.get("context", 1) == 1
+    if together and not hybrid_model and b > 1 and len({rope_key(config, p.size) for p in prompts}) == 1:
         padded = np.zeros((b, -(-longest // chunk) * chunk), np.int32)  # padding rows: token 0
         for r, prompt in enumerate(prompts):
             padded[r, :prompt.size] = prompt
-        rope = RopeTables(*(jnp.asarray(t) for t in rope_tables(config, prompts[0].size)))
+        rope = RopeTables(*(host_array(t, mesh) for t in rope_tables(config, prompts[0].size)))
         for start in range(0, longest - 1, chunk):
-            cache = prefill_rows(params, *cache, jnp.asarray(padded[:, start:start + chunk]), jnp.int32(start), rope,
-                                 config=config, backend=backend)
+            cache = prefill_rows(params, *cache, host_array(padded[:, start:start + chunk], mesh),
+                                 host_array(np.int32(start), mesh), rope, config=config, backend=backend, mesh=mesh)
         return cache
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)
