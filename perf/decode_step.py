@@ -134,10 +134,15 @@ def main(argv=None) -> int:
               "baseline": args.baseline, "shape": args.shape, "rows": args.rows, "repeats": args.repeats,
               "positions": {"early": 100, "late": "slots - 2"}, "unit": "ms per decode step, min of repeats (wall and process CPU time)",
               "results": rows}
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(report, args.out)
     return 0
+
+
+def write_report(report: dict, out: str | None) -> None:
+    """The report as indented JSON at out (its folder made), when out is given."""
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from decode_step import write_report  # noqa: E402
+
 
 def planned_work(config, requests, prefill_chunk: int) -> dict:
     """Chunks and padded tokens each path runs, and the cache copies reuse makes, for `requests`."""
@@ -115,9 +118,7 @@ def main(argv=None) -> int:
               "seconds": {clock: {k: round(v, 3) for k, v in t.items()} for clock, t in times.items()},
               "reuse_over_no_reuse": {clock: round(t["reuse"] / t["no_reuse"], 3) for clock, t in times.items()}}
     print(json.dumps(report, indent=1))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+    write_report(report, args.out)
     return 0
 
 
