@@ -124,15 +124,17 @@ def main(argv=None) -> int:
                 t = times[clock]
                 for name in ("baseline", "this"):
                     ms = {s: t[(kind, s, where, name)] * 1e3 for s in slots}
+                    growth = round(ms[slots[-1]] / ms[slots[0]], 3)
                     entry[f"{name}_{clock}"] = {"ms": {str(s): round(v, 3) for s, v in ms.items()},
-                                                f"ratio_{slots[-1]}_to_{slots[0]}": round(ms[slots[-1]] / ms[slots[0]], 3)}
-                entry[f"this_over_baseline_{clock}"] = {str(s): round(t[(kind, s, where, "this")] /
-                                                                      t[(kind, s, where, "baseline")], 3) for s in slots}
+                                                f"ratio_{slots[-1]}_to_{slots[0]}": growth}
+                entry[f"this_over_baseline_{clock}"] = {
+                    str(s): round(t[(kind, s, where, "this")] / t[(kind, s, where, "baseline")], 3) for s in slots}
             rows.append(entry)
             print(json.dumps(entry))
     report = {"command": "python perf/decode_step.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "baseline": args.baseline, "shape": args.shape, "rows": args.rows, "repeats": args.repeats,
-              "positions": {"early": 100, "late": "slots - 2"}, "unit": "ms per decode step, min of repeats (wall and process CPU time)",
+              "positions": {"early": 100, "late": "slots - 2"},
+              "unit": "ms per decode step, min of repeats (wall and process CPU time)",
               "results": rows}
     write_report(report, args.out)
     return 0

@@ -17,9 +17,9 @@ plus the new tokens.
   attends from the cache with its own new K/V seen at their slot (decode_attention reads key
   blocks straight out of the stacked cache: no copy of the cache per step), and every layer's new
   K/V are written once after the layer scan, row by row in place into the donated cache
-  (decode_row.write_step): a per-layer write under vmap would be a scatter over the whole cache. Sampling happens on
-  device; the host gets one [rows] int32 transfer per step, dispatched one step ahead so its EOS /
-  stop-string bookkeeping overlaps the next step.
+  (decode_row.write_step): a per-layer write under vmap is a scatter over the whole cache.
+  Sampling happens on device; the host gets one [rows] int32 transfer per step, dispatched one
+  step ahead so its EOS / stop-string bookkeeping overlaps the next step.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -61,7 +62,6 @@ def whole_cache_ops(hlo: str, shapes, slots: int | None = SLOTS) -> list[str]:
 
 
 def _shapes(cache):
-    import jax
     return [leaf.shape for leaf in jax.tree.leaves(cache)]
 
 
@@ -119,8 +119,6 @@ def test_hybrid_decode_step_writes_only_new_slots():
 
 def test_the_check_sees_a_per_layer_scatter():
     """The check itself: a vmapped per-row write (what each layer's write used to compile to) is caught."""
-    import jax
-
     def write(cache, new, slots):
         return jax.vmap(lambda c, n, s: jax.lax.dynamic_update_slice(c, n, (0, s, 0, 0)))(cache, new, slots)
 
