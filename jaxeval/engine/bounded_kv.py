@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxeval.engine.decode_row import decode_row
+from jaxeval.engine.decode_row import decode_row, write_step
 from jaxeval.engine.sampling import choose_tokens
 from jaxeval.models.config import ModelConfig
 
@@ -127,14 +127,16 @@ def decode_step_bounded(params, cache, tokens, positions, offsets, keys, tempera
     offsets int [B]: snapkv's prompt length - K per row (write_slot). Returns (next tokens int32 [B],
     positions + 1, cache)."""
 
-    def row(k, v, slot_pos, token, position, offset, row_rope):
-        slot = write_slot(layout, position, offset)
-        slot_pos = jax.lax.dynamic_update_slice_in_dim(slot_pos, jnp.full(slot_pos[:, :1].shape, position, jnp.int32),
-                                                       slot, axis=1)
-        logits, k, v = decode_row(params, k, v, token, position, row_rope, config, slot=slot, slot_positions=slot_pos)
-        return logits, k, v, slot_pos
+    k, v, slot_pos = cache
+    slots = jax.vmap(functools.partial(write_slot, layout))(positions, offsets)
+    now = jnp.broadcast_to(positions[:, None, None], slot_pos.shape[:2] + slot_pos.shape[3:])  # [B, L, KV]
+    slot_pos = write_step(slot_pos, now, slots)  # before the rows read it: read after, XLA copies it to write it
 
-    logits, k, v, slot_pos = jax.vmap(row)(*cache, tokens, positions, offsets, rope)
+    def row(k, v, slot_pos, token, position, slot, row_rope):
+        return decode_row(params, k, v, token, position, row_rope, config, slot=slot, slot_positions=slot_pos)
+
+    logits, k_new, v_new = jax.vmap(row)(k, v, slot_pos, tokens, positions, slots, rope)
+    k, v = write_step(k, k_new, slots), write_step(v, v_new, slots)
     if suppress is not None:
         logits = logits + suppress
     return choose_tokens(logits, keys, positions, temperature, top_p), positions + 1, (k, v, slot_pos)

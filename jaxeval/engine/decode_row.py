@@ -1,4 +1,5 @@
-"""One sequence's decode step through the layers: the body generate's batched decode vmaps over rows."""
+"""One sequence's decode step through the layers: the body generate's batched decode vmaps over rows,
+and the one write of a step's new K/V into the batch cache after it."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ def decode_row(params, cache_k, cache_v, token, position, rope, config, keep=Non
     """One sequence, one token: token (int scalar) at `position`; cache [L, S, KV, hd] holding positions < position.
 
     rope: this row's RopeTables (inv_freq [L, R/2], scale [L]) for a sequence of position + 1 tokens.
-    Each layer writes its K/V at `position` into the cache (carried through the layer scan, so the
-    write is in place) and attends from it. keep: None, or this row's SnapKV mask [L, S, KV].
-    A bounded cache (jaxeval.engine.bounded_kv): slot, the int slot the K/V go to (default: position),
-    and slot_positions int [L, S, KV], the position each slot holds (this one's included).
-    Returns (float32 logits [V] of the next token, cache).
+    The cache is only read: each layer attends from it with its own new K/V seen at their slot
+    (decode_attention's new_kv), and the new K/V of every layer come back for write_step to store
+    once for the whole batch (a write per layer of a vmapped row compiles to a scatter over the
+    whole cache). keep: None, or this row's SnapKV mask [L, S, KV]. A bounded cache
+    (jaxeval.engine.bounded_kv): slot, the int slot the K/V go to (default: position), and
+    slot_positions int [L, S, KV], the position each slot holds (this one's included).
+    Returns (float32 logits [V] of the next token, new keys, new values [L, KV, hd] as the cache
+    stores them: QuantKV under int8 / fp8).
     """
     windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
     positions = position + jnp.arange(1)
@@ -30,26 +34,42 @@ def decode_row(params, cache_k, cache_v, token, position, rope, config, keep=Non
     write_at = position if slot is None else slot
     bounded = {} if slot_positions is None else {"slot_positions": slot_positions, "block_k": cache_k.shape[1]}
 
-    def layer(carry, xs, stack_config):
-        x, cache_k, cache_v = carry
+    def layer(x, xs, stack_config):
         lp, inv_freq, scale, window, i = xs
         q, k, v = attention_inputs(lp, stack_config, x, positions, (inv_freq, scale))  # [1, 1, H or KV, hd]
-        cache_k, cache_v = (jax.tree.map(lambda c, n: jax.lax.dynamic_update_slice(c, n.astype(c.dtype),
-                                                                                   (i, write_at, 0, 0)),
-                                         cache, stored_kv(policy, new)) for cache, new in ((cache_k, k), (cache_v, v)))
+        k, v = (jax.tree.map(lambda n, c: n[0, 0].astype(c.dtype), stored_kv(policy, new), cache)
+                for new, cache in ((k, cache_k), (v, cache_v)))
         window, sinks = attention_window(policy, window)
-        values = cache_k if config.mla is not None else cache_v  # latent attention: the values are the keys
-        attn = decode_attention(q[0, 0], cache_k, values, i, position, window, config.attention_scale,
-                                config.attn_logit_softcap, keep=keep, sink_logits=sink_logits(lp, config), **sinks,
-                                **bounded)
-        return (layer_output(lp, stack_config, x, attn[None, None]), cache_k, cache_v), None
+        latent = config.mla is not None  # latent attention: the values are the keys
+        attn = decode_attention(q[0, 0], cache_k, cache_k if latent else cache_v, i, position, window,
+                                config.attention_scale, config.attn_logit_softcap, keep=keep,
+                                sink_logits=sink_logits(lp, config), new_kv=(k, k if latent else v, write_at),
+                                **sinks, **bounded)
+        return layer_output(lp, stack_config, x, attn[None, None]), (k, v)
 
     x = embed_tokens(params, config, token[None, None])
-    carry = (x, cache_k, cache_v)
+    news = []
     for stack in layer_stacks(config):  # the cache and the per-layer tables are indexed by the model's layer
         rows = stack.rows
         xs = (params[stack.name], rope.inv_freq[rows], rope.scale[rows], windows[rows],
               jnp.arange(config.num_layers)[rows])
-        carry, _ = jax.lax.scan(functools.partial(layer, stack_config=stack.config), carry, xs)
-    x, cache_k, cache_v = carry
-    return final_logits(params, config, x[0, 0]), cache_k, cache_v
+        x, new = jax.lax.scan(functools.partial(layer, stack_config=stack.config), x, xs)
+        news.append(new)
+    k_new, v_new = (jax.tree.map(lambda *parts: jnp.concatenate(parts), *(n[j] for n in news)) for j in (0, 1))
+    return final_logits(params, config, x[0, 0]), k_new, v_new
+
+
+def write_step(cache, new, slots, row_axis: int = 0):
+    """cache [B, L, S, KV, ...] (row_axis 1: [L, B, S, KV, ...], a hybrid's) with each row's new K/V
+    [B, L, KV, ...] (all layers) written at its slot (int [B]): one in-place update of L vectors per
+    row and step, leaf by leaf for QuantKV (a bounded cache's slot positions: [B, L, S, KV])."""
+
+    def write(c, n):
+        def row(r, c):
+            update = jnp.expand_dims(jax.lax.dynamic_index_in_dim(n, r, keepdims=False), (row_axis, 2))
+            at = [0] * c.ndim
+            at[row_axis], at[2] = r, slots[r]
+            return jax.lax.dynamic_update_slice(c, update.astype(c.dtype), at)
+        return jax.lax.fori_loop(0, c.shape[row_axis], row, c)
+
+    return jax.tree.map(write, cache, new)

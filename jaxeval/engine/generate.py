@@ -7,16 +7,19 @@ plus the new tokens.
 
 - Prefill runs chunk by chunk (chunk length from the longest prompt's ladder rung; a batch holds
   one rung, buckets.generation_batches) and writes every prompt token but the last, so it needs
-  no head. On one device all rows of a batch run each chunk together (prefill_rows: rows padded
-  to the longest prompt; padding past a prompt is overwritten by decoding before any query can
-  see it); on a mesh, for a hybrid, or when the rows' ropes differ, each prompt runs alone into
-  its row of the cache (prefill_row; the row and the chunk start are traced).
+  no head. All rows of a batch run each chunk together (prefill_rows: rows padded to the longest
+  prompt; padding past a prompt is overwritten by decoding before any query can see it), on one
+  device or a mesh without a context axis; on a context-parallel mesh, for a hybrid, or when the
+  rows' ropes differ, each prompt runs alone into its row of the cache (prefill_row; the row and
+  the chunk start are traced).
 - Decode is written for one sequence and vmapped over the rows with per-row positions, so rows of
   different lengths decode together. The first step feeds each prompt's last token. Each layer
-  writes its K/V into the donated cache in place and attends from it (decode_attention reads key
-  blocks straight out of the stacked cache: no copy of the cache per step). Sampling happens on
-  device; the host gets one [rows] int32 transfer per step, dispatched one step ahead so its EOS /
-  stop-string bookkeeping overlaps the next step.
+  attends from the cache with its own new K/V seen at their slot (decode_attention reads key
+  blocks straight out of the stacked cache: no copy of the cache per step), and every layer's new
+  K/V are written once after the layer scan, row by row in place into the donated cache
+  (decode_row.write_step): a per-layer write under vmap is a scatter over the whole cache.
+  Sampling happens on device; the host gets one [rows] int32 transfer per step, dispatched one
+  step ahead so its EOS / stop-string bookkeeping overlaps the next step.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from jaxeval.engine.bounded_kv import (
     bounded_layout, compact_row, decode_step_bounded, new_bounded_cache, uses_bounded_cache,
 )
 from jaxeval.engine.buckets import chunk_size, generation_batches, length_bucket
-from jaxeval.engine.decode_row import decode_row
+from jaxeval.engine.decode_row import decode_row, write_step
 from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
 from jaxeval.engine.sampling import choose_tokens, prompt_keys
 from jaxeval.engine.snapkv import snapkv_masks
@@ -86,10 +89,12 @@ def prefill_row(params, cache_k, cache_v, chunk_ids, start, row, rope, *, config
     return constrain(cache_k, mesh, *DECODE_CACHE), constrain(cache_v, mesh, *DECODE_CACHE)
 
 
-@functools.partial(jax.jit, static_argnames=("config", "backend"), donate_argnums=(1, 2))
-def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend):
-    """prefill_row for every row of the batch at once (one device): chunk_ids int [B, C], row r's
-    prompt tokens at positions start .. start + C - 1 (padding past its prompt, as prefill_row's).
+@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2))
+def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend, mesh=None):
+    """prefill_row for every row of the batch at once: chunk_ids int [B, C], row r's prompt tokens at
+    positions start .. start + C - 1 (padding past its prompt, as prefill_row's). mesh: None, or one
+    without a context axis (> 1 would need the striped token order run_layers gives a read): rows over
+    data / fsdp, K/V heads over tensor, as decode_step's cache.
 
     cache_k, cache_v [B, L, S, KV, hd]; rope: the RopeTables every row shares. Each layer attends
     from its own slice of the cache (cache[:, layer], [B, S, KV, hd]: one layer's copy, never the
@@ -103,9 +108,10 @@ def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, ba
         lp, inv_freq, scale, window, i = xs
         layer_cache = tuple(jax.tree.map(lambda t: jax.lax.dynamic_index_in_dim(t, i, axis=1, keepdims=False), cache)
                             for cache in (cache_k, cache_v))
-        return layer_forward(lp, stack_config, x, positions, (inv_freq, scale), window, layer_cache, start, backend)
+        return layer_forward(lp, stack_config, x, positions, (inv_freq, scale), window, layer_cache, start, backend,
+                             mesh, cache_sharded=False)  # decode reads the whole sequence: kept unsplit
 
-    x = embed_tokens(params, config, chunk_ids)
+    x = constrain(embed_tokens(params, config, chunk_ids), mesh, "batch", "sequence", "hidden")
     news = []
     for stack in layer_stacks(config):  # (jaxeval.models.layer_stacks: the dense first layers, then the rest)
         rows = stack.rows
@@ -119,7 +125,8 @@ def prefill_rows(params, cache_k, cache_v, chunk_ids, start, rope, *, config, ba
         return jax.lax.dynamic_update_slice(cache, jnp.swapaxes(new, 0, 1).astype(cache.dtype),
                                             (0, 0, start) + (0,) * (cache.ndim - 3))
 
-    return (jax.tree.map(write, cache_k, k_new), jax.tree.map(write, cache_v, v_new))
+    return (constrain(jax.tree.map(write, cache_k, k_new), mesh, *DECODE_CACHE),
+            constrain(jax.tree.map(write, cache_v, v_new), mesh, *DECODE_CACHE))
 
 
 @functools.partial(jax.jit, static_argnames=("config", "mesh"), donate_argnums=(1, 2))
@@ -137,8 +144,9 @@ def decode_step(params, cache_k, cache_v, tokens, positions, keys, temperature, 
     data/fsdp, K/V heads over tensor, the sequence whole). Tokens and positions come back replicated.
     Returns (next tokens int32 [B], positions + 1, cache_k, cache_v).
     """
-    logits, cache_k, cache_v = jax.vmap(decode_row, in_axes=(None, 0, 0, 0, 0, 0, None, 0))(
+    logits, k_new, v_new = jax.vmap(decode_row, in_axes=(None, 0, 0, 0, 0, 0, None, 0))(
         params, cache_k, cache_v, tokens, positions, rope, config, keep)
+    cache_k, cache_v = write_step(cache_k, k_new, positions), write_step(cache_v, v_new, positions)
     if suppress is not None:  # the first min_new_tokens steps: end-of-generation ids cannot be chosen
         logits = logits + suppress
     chosen = choose_tokens(logits, keys, positions, temperature, top_p)
@@ -365,17 +373,18 @@ def _generate_batch(params, config, prompts, prompt_ids, rows, max_new_tokens, *
 
 
 def _prefill(params, config, cache, prompts, chunk, backend, mesh, hybrid_model, longest, b):
-    """cache with every prompt's tokens but its last written into its row, chunk by chunk: on one device,
-    K/V layers only and one rope for all rows, every row's chunk in one step (prefill_rows); else row by row.
-    b: the cache's rows (the prompts padded to a power of two)."""
-    if not hybrid_model and mesh is None and b > 1 and len({rope_key(config, p.size) for p in prompts}) == 1:
+    """cache with every prompt's tokens but its last written into its row, chunk by chunk: K/V layers
+    only, one rope for all rows and no context axis, every row's chunk in one step (prefill_rows); else
+    row by row. b: the cache's rows (the prompts padded to a power of two)."""
+    together = mesh is None or mesh.shape.get("context", 1) == 1
+    if together and not hybrid_model and b > 1 and len({rope_key(config, p.size) for p in prompts}) == 1:
         padded = np.zeros((b, -(-longest // chunk) * chunk), np.int32)  # padding rows: token 0
         for r, prompt in enumerate(prompts):
             padded[r, :prompt.size] = prompt
-        rope = RopeTables(*(jnp.asarray(t) for t in rope_tables(config, prompts[0].size)))
+        rope = RopeTables(*(host_array(t, mesh) for t in rope_tables(config, prompts[0].size)))
         for start in range(0, longest - 1, chunk):
-            cache = prefill_rows(params, *cache, jnp.asarray(padded[:, start:start + chunk]), jnp.int32(start), rope,
-                                 config=config, backend=backend)
+            cache = prefill_rows(params, *cache, host_array(padded[:, start:start + chunk], mesh),
+                                 host_array(np.int32(start), mesh), rope, config=config, backend=backend, mesh=mesh)
         return cache
     for r, prompt in enumerate(prompts):
         padded = np.zeros((1, -(-prompt.size // chunk) * chunk), np.int32)

@@ -156,7 +156,7 @@ def _online_init(shape, d, sink=None):
 
 
 def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512, sinks=None,
-                     keep=None, sink_logits=None, slot_positions=None):
+                     keep=None, sink_logits=None, slot_positions=None, new_kv=None):
     """One query against one layer of a stacked KV cache, for token-by-token decoding.
 
     q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written;
@@ -168,6 +168,11 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
     (slot j holds position j), or int [L, S, KV], the position each slot of a bounded cache holds
     (jaxeval.engine.bounded_kv: a ring buffer, a compacted prompt; EMPTY_SLOT where none): then
     every block is visited and the causal / window / sink rules apply to the slots' positions.
+    new_kv: None, or (k, v [KV, hd] as the cache stores them, slot int): this query's own key and
+    value, not yet in the cache, seen at `slot` (holding `position`) in place of what the cache holds
+    there. The batched decode step writes every layer's K/V once after its layer scan, so no
+    per-layer write of a vmapped row becomes a scatter over the whole cache; substituting at the
+    slot keeps the sums exactly those of a cache written first.
     """
     h, d = q.shape
     s_len, num_kv = cache_k.shape[1], cache_k.shape[2]
@@ -184,6 +189,9 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
     def key_block(j, carry):
         m, l, acc = carry
         kb, vb = (_cache_block(cache, layer, j * bk, bk, q.dtype) for cache in (cache_k, cache_v))  # [bk, KV, hd]
+        if new_kv is not None:
+            here = (j * bk + jnp.arange(bk) == new_kv[2])[:, None, None]
+            kb, vb = (jnp.where(here, dense_kv(n, block.dtype)[None], block) for n, block in zip(new_kv[:2], (kb, vb)))
         s = jnp.einsum("kgd,skd->kgs", rows, kb, preferred_element_type=jnp.float32) * scale
         if softcap:
             s = jnp.tanh(s / softcap) * softcap
@@ -191,6 +199,8 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
             key_positions = j * bk + jnp.arange(bk)
         else:  # [bk, KV] -> [KV, 1, bk]
             key_positions = jax.lax.dynamic_slice(slot_positions, (layer, j * bk, 0), (1, bk, num_kv))[0].T[:, None, :]
+            if new_kv is not None:  # the slot this query's key goes to holds its position (not yet stored)
+                key_positions = jnp.where(j * bk + jnp.arange(bk) == new_kv[2], position, key_positions)
         diff = position - key_positions
         seen = (diff >= 0) & ((window <= 0) | (diff < window))
         if sinks is not None:

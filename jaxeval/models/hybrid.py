@@ -193,42 +193,49 @@ def prefill(params, c: ModelConfig, chunk_ids, start, cache: HybridCache, backen
     return x, HybridCache(write(cache.k, k), write(cache.v, v), states)
 
 
-def decode_row(params, c: ModelConfig, cache_k, cache_v, states: gd.GDNState, token, position, rope: RopeTables):
+def decode_row(params, c: ModelConfig, cache_k, cache_v, states: gd.GDNState, token, position, rope: RopeTables,
+               row=0, rows: int = 1):
     """One sequence, one token (int scalar) at `position`: cache_k, cache_v [Lf, S, KV, hd] holding
     positions < position, states: GDNState without the batch axis ([Ll, ...]); rope: this row's tables
-    (inv_freq [L, R/2], scale [L]). The K/V are written in place (carried through the scan), the GDN
-    layers step their recurrent form. Returns (float32 logits [V], cache_k, cache_v, states)."""
+    (inv_freq [L, R/2], scale [L]). The cache is only read (each full layer sees its own new K/V at
+    `position`, decode_attention's new_kv); the new K/V come back for the batch step to write once
+    (a per-layer write of a vmapped row is a scatter over the whole cache). The GDN layers step their
+    recurrent form. row, rows: the batch step passes the whole cache with its layer and row axes
+    merged, [Lf * rows, S, KV, hd] (a free reshape of [Lf, B, ...]), unbatched, and this row's index:
+    vmapping the cache over its row axis 1 would transpose the whole cache every step.
+    Returns (float32 logits [V], new keys, new values [Lf, KV, hd], states)."""
     g = layer_groups(c.layer_types)
     rope = _full_rope(c, rope)
     positions = position + jnp.arange(1)
     batched = jax.tree.map(lambda s: s[:, None], states)  # [Ll, 1, ...]: the GDN functions take a batch axis
 
-    def body(carry, xs):
-        x, cache_k, cache_v = carry
+    def body(x, xs):
         full_p, linear_p, (inv_freq, scale), group_states, group = xs
-        new_states, fi, li = [], 0, 0
+        new_states, new_kv, fi, li = [], [], 0, 0
         for kind in g.pattern:
             if kind == FULL:
                 lp, i = _at(full_p, fi), group * g.full_per_group + fi
                 q, k, v = attention_inputs(lp, c, x, positions, (inv_freq[fi], scale[fi]))  # [1, 1, H or KV, hd]
-                cache_k = jax.lax.dynamic_update_slice(cache_k, k.astype(cache_k.dtype), (i, position, 0, 0))
-                cache_v = jax.lax.dynamic_update_slice(cache_v, v.astype(cache_v.dtype), (i, position, 0, 0))
-                attn = decode_attention(q[0, 0], cache_k, cache_v, i, position, jnp.int32(0), c.attention_scale)
+                k, v = k[0, 0].astype(cache_k.dtype), v[0, 0].astype(cache_v.dtype)
+                attn = decode_attention(q[0, 0], cache_k, cache_v, i * rows + row, position, jnp.int32(0),
+                                        c.attention_scale, new_kv=(k, v, position))
                 x = layer_output(lp, c, x, attn[None, None] * output_gate(lp, c, x).astype(attn.dtype))
+                new_kv.append((k, v))
                 fi += 1
             else:
                 x, state = linear_layer(_at(linear_p, li), c, x, _at(group_states, li), mode="recurrent")
                 new_states.append(state)
                 li += 1
         stacked = jax.tree.map(lambda *s: jnp.stack(s), *new_states) if new_states else group_states
-        return (x, cache_k, cache_v), stacked
+        return x, (stacked, jax.tree.map(lambda *n: jnp.stack(n), *new_kv))
 
     x = embed_tokens(params, c, token[None, None])
     xs = (_grouped(params["layers"], g.groups), _grouped(params["linear_layers"], g.groups),
           _grouped(tuple(rope), g.groups), _grouped(batched, g.groups), jnp.arange(g.groups))
-    (x, cache_k, cache_v), new_states = jax.lax.scan(body, (x, cache_k, cache_v), xs)
+    x, (new_states, (k_new, v_new)) = jax.lax.scan(body, x, xs)
     states = jax.tree.map(lambda s: s[:, 0], _ungrouped(new_states))
-    return final_logits(params, c, x[0, 0]), cache_k, cache_v, gd.GDNState(*states)
+    k_new, v_new = (n.reshape((-1,) + n.shape[2:]) for n in (k_new, v_new))  # [groups, per group, ...] -> [Lf, ...]
+    return final_logits(params, c, x[0, 0]), k_new, v_new, gd.GDNState(*states)
 
 
 def forward_logits(params, c: ModelConfig, ids, backend="xla"):

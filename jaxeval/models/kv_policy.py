@@ -39,7 +39,11 @@ import jax.numpy as jnp
 from jaxeval.errors import ConfigError
 
 KINDS = ("exact", "int8", "fp8", "streaming", "snapkv")
-CODE_DTYPES = {"int8": jnp.int8, "fp8": jnp.float8_e4m3fn}
+CODE_DTYPES = {"int8": jnp.int8, "fp8": jnp.uint8}  # fp8: float8_e4m3fn codes kept as their bits (FP8_BITS)
+# XLA's CPU backend widens a float8 array to f16 around every slice of it and every in-place update,
+# so a decode step over float8 codes converted the whole cache per row; uint8 bits are sliced and
+# written as they are, and read back as float8_e4m3fn where they are rebuilt (dense_kv).
+FP8_BITS = jnp.float8_e4m3fn
 CODE_MAX = {"int8": 127.0, "fp8": 448.0}  # 448: the largest finite float8_e4m3fn
 DEFAULTS = {"streaming": {"sinks": 4, "window": 4096},
             "snapkv": {"budget": 1024, "observe": 32, "kernel": 7, "pool": "max"}}
@@ -150,7 +154,7 @@ def check_read(config) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class QuantKV:
-    """Keys or values as codes [..., hd] (int8 / float8_e4m3fn) and float32 scales [..., 1]."""
+    """Keys or values as codes [..., hd] (int8, or float8_e4m3fn as uint8 bits) and float32 scales [..., 1]."""
 
     codes: jax.Array
     scale: jax.Array
@@ -170,15 +174,17 @@ def quantize_kv(x, kind: str) -> QuantKV:
     amax = jnp.max(jnp.abs(xf), axis=-1, keepdims=True)
     scale = jnp.where(amax > 0, amax * jnp.float32(1.0 / CODE_MAX[kind]), jnp.float32(1.0))
     y = jnp.clip(xf / scale, -CODE_MAX[kind], CODE_MAX[kind])
-    codes = jnp.round(y).astype(jnp.int8) if kind == "int8" else y.astype(jnp.float8_e4m3fn)
-    return QuantKV(codes, scale)
+    if kind == "int8":
+        return QuantKV(jnp.round(y).astype(jnp.int8), scale)
+    return QuantKV(jax.lax.bitcast_convert_type(y.astype(FP8_BITS), CODE_DTYPES[kind]), scale)
 
 
 def dense_kv(x, dtype):
     """The keys or values attention multiplies by: x itself, or QuantKV codes * scales in dtype."""
     if not isinstance(x, QuantKV):
         return x
-    return (x.codes.astype(jnp.float32) * x.scale).astype(dtype)
+    codes = jax.lax.bitcast_convert_type(x.codes, FP8_BITS) if x.codes.dtype == CODE_DTYPES["fp8"] else x.codes
+    return (codes.astype(jnp.float32) * x.scale).astype(dtype)
 
 
 def stored_kv(policy: KVPolicy | None, x):
