@@ -1,0 +1,128 @@
+"""Compile one program for a target and read what the compiler says: memory per chip, FLOPs, and for
+TPU the fusions' estimated cycles (loop bodies times their known trip counts) plus an analytic cost
+of the Mosaic kernels (splash), which the compiler's cost model does not see."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from jaxeval.aot.programs import Program
+from jaxeval.aot.targets import Target
+
+_UNKNOWN_CYCLES = 2 ** 63 - 1  # libtpu's "no estimate" sentinel
+_COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{\s*$")
+_CYCLES = re.compile(r'"estimated_cycles":"(\d+)"')
+_WHILE = re.compile(r"while\(.*body=%?([\w.\-]+)")
+_TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
+_CALLS = re.compile(r"(?:calls|to_apply|body|condition|branch_computations)=\{?%?([\w.\-, %]+)\}?")
+
+
+def compile_program(program: Program, target: Target) -> dict:
+    """-> the program's record (compiled, peak bytes per chip and its parts, FLOPs, time estimate, error)."""
+    from jaxeval.models.splash_attention import target_platform
+
+    record = {"name": program.name, "compiled": False, "fits": False, "peak_bytes_per_chip": None,
+              "flops_compiler": None, "flops_needed": program.flops_needed, "flops_xla_needed": program.flops_xla,
+              "calls": program.calls, "holds": program.holds, "compile_s": None, "error": None}
+    started = time.perf_counter()
+    try:
+        with target_platform("tpu" if target.platform == "tpu" else "gpu"):
+            lowered = program.fn.lower(*program.args, **program.static)
+        record["lower_s"] = round(time.perf_counter() - started, 2)
+        started = time.perf_counter()
+        compiled = lowered.compile()
+    except Exception as e:  # the compiler's refusal (RESOURCE_EXHAUSTED names the bytes) is the answer
+        record["compile_s"] = round(time.perf_counter() - started, 2)
+        record["error"] = f"{type(e).__name__}: {_first_line(str(e))}"
+        return record
+    record["compile_s"] = round(time.perf_counter() - started, 2)
+    record["compiled"] = True
+    memory = compiled.memory_analysis()
+    parts = {k: int(getattr(memory, f"{k}_size_in_bytes", 0) or 0)
+             for k in ("argument", "output", "alias", "temp", "generated_code")}
+    peak = int(getattr(memory, "peak_memory_in_bytes", 0) or 0)
+    # CUDA's analysis has no peak: arguments, outputs not aliased to them, temporaries and code
+    record["peak_bytes_per_chip"] = peak or parts["argument"] + parts["output"] - parts["alias"] + parts["temp"] \
+        + parts["generated_code"]
+    record["memory"] = parts
+    record["fits"] = record["peak_bytes_per_chip"] <= target.hbm_bytes
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    if cost and "flops" in cost:
+        record["flops_compiler"] = float(cost["flops"])
+        record["bytes_accessed_compiler"] = float(cost.get("bytes accessed", 0.0))
+    if target.platform == "tpu":
+        record["time"] = time_estimate(compiled.as_text(), program, target)
+    if program.splash:
+        record["splash"] = program.splash
+    return record
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:400]
+    return text[:400]
+
+
+def loop_cycles(hlo: str) -> dict:
+    """Sum of the fusions' estimated_cycles, each times the known trip counts of the loops around it
+    -> {"cycles", "unknown" (fusions with no estimate), "dynamic_loops" (loops of unknown trip count,
+    counted once)}."""
+    computations, current = {}, None
+    for line in hlo.splitlines():
+        m = _COMPUTATION.match(line)
+        if m and "=" not in line.split("{")[0]:
+            current = m.group(1)
+            computations[current] = []
+            continue
+        if current is not None:
+            computations[current].append(line)
+    entry = next((name for name, _ in computations.items() if f"ENTRY %{name}" in hlo or f"ENTRY {name}" in hlo),
+                 None)
+    totals = {"cycles": 0, "unknown": 0, "dynamic_loops": 0}
+    seen = set()
+
+    def walk(name, times):
+        if name not in computations or (name, times) in seen:
+            return
+        seen.add((name, times))
+        for line in computations[name]:
+            cycles = _CYCLES.search(line)
+            if cycles and " fusion(" in line or (cycles and "custom-call(" not in line and "fusion" in line):
+                value = int(cycles.group(1))
+                if value >= _UNKNOWN_CYCLES:
+                    totals["unknown"] += 1
+                else:
+                    totals["cycles"] += value * times
+            body = _WHILE.search(line)
+            if body:
+                trips = _TRIPS.search(line)
+                if not trips:
+                    totals["dynamic_loops"] += 1
+                walk(body.group(1), times * (int(trips.group(1)) if trips else 1))
+            elif " call(" in line or "conditional(" in line:
+                for group in _CALLS.findall(line):
+                    for callee in group.replace("%", "").split(","):
+                        walk(callee.strip(), times)
+
+    if entry:
+        walk(entry, 1)
+    return totals
+
+
+def time_estimate(hlo: str, program: Program, target: Target) -> dict:
+    """Seconds of one call on one chip: XLA's part from the fusions' estimated cycles at the chip's
+    clock, Mosaic's (splash) from its executed blocks at the chip's peak FLOP/s."""
+    cycles = loop_cycles(hlo)
+    xla_s = cycles["cycles"] / target.clock_hz
+    mosaic_s = 0.0
+    if program.splash:
+        s = program.splash
+        flops = s["executed_blocks"] * 4.0 * s["block_q"] * s["block_kv"] * s["head_dim"] * s["heads_rows"]
+        mosaic_s = flops / program.calls / (target.peak_flops * target.chips)
+    return {"xla_s": xla_s, "mosaic_s": mosaic_s, "total_s": xla_s + mosaic_s,
+            "xla_source": "fusions' estimated_cycles x known loop trip counts / clock",
+            "mosaic_source": "splash executed blocks x 4 x block_q x block_kv x head_dim at peak FLOP/s",
+            "fusions_without_estimate": cycles["unknown"], "loops_of_unknown_trip_count": cycles["dynamic_loops"]}
