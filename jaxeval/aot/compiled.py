@@ -7,13 +7,16 @@ from __future__ import annotations
 import re
 import time
 
-from jaxeval.aot.programs import Program
+from jaxeval.aot.flops import program_flops
+from jaxeval.aot.programs import Program, shard_bytes
 from jaxeval.aot.targets import Target
 
 _UNKNOWN_CYCLES = 2 ** 63 - 1  # libtpu's "no estimate" sentinel
 _COMPUTATION = re.compile(r"^(?:ENTRY )?%?([\w.\-]+) .*\{\s*$")
 _CYCLES = re.compile(r'"estimated_cycles":"(\d+)"')
 _WHILE = re.compile(r"while\(.*body=%?([\w.\-]+)")
+_CONDITION = re.compile(r"condition=%?([\w.\-]+)")
+_CONSTANT = re.compile(r"\bs32\[\]\S* constant\((\d+)\)")
 _TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 _CALLS = re.compile(r"(?:calls|to_apply|body|condition|branch_computations)=\{?%?([\w.\-, %]+)\}?")
 
@@ -28,7 +31,8 @@ def compile_program(program: Program, target: Target) -> dict:
     started = time.perf_counter()
     try:
         with target_platform("tpu" if target.platform == "tpu" else "gpu"):
-            lowered = program.fn.lower(*program.args, **program.static)
+            traced = program.fn.trace(*program.args, **program.static)
+            lowered = traced.lower()
         record["lower_s"] = round(time.perf_counter() - started, 2)
         started = time.perf_counter()
         compiled = lowered.compile()
@@ -38,13 +42,22 @@ def compile_program(program: Program, target: Target) -> dict:
         return record
     record["compile_s"] = round(time.perf_counter() - started, 2)
     record["compiled"] = True
+    counted = program_flops(traced.jaxpr)
+    record["flops_program"] = counted["matmul"]  # all chips, loops x their trips, Mosaic kernels left out
+    record["flops_program_loops_counted_once"] = counted["dynamic_loops"]
+    record["flops_ratio"] = counted["matmul"] / program.flops_xla if program.flops_xla else None
     memory = compiled.memory_analysis()
     parts = {k: int(getattr(memory, f"{k}_size_in_bytes", 0) or 0)
              for k in ("argument", "output", "alias", "temp", "generated_code")}
     peak = int(getattr(memory, "peak_memory_in_bytes", 0) or 0)
     # CUDA's analysis has no peak: arguments, outputs not aliased to them, temporaries and code
-    record["peak_bytes_per_chip"] = peak or parts["argument"] + parts["output"] - parts["alias"] + parts["temp"] \
-        + parts["generated_code"]
+    peak = peak or parts["argument"] + parts["output"] - parts["alias"] + parts["temp"] + parts["generated_code"]
+    # what the chip holds besides: arguments jit dropped as unused (the LM head during a prefill) and the
+    # run's arrays alive around the call (Program.resident); the run keeps them on the chip all the same
+    parts["unused_arguments"] = max(0, shard_bytes(program.args) - parts["argument"])
+    parts["resident_outside"] = program.resident
+    parts["compiler_peak"] = peak
+    record["peak_bytes_per_chip"] = peak + parts["unused_arguments"] + program.resident
     record["memory"] = parts
     record["fits"] = record["peak_bytes_per_chip"] <= target.hbm_bytes
     cost = compiled.cost_analysis()
@@ -53,7 +66,9 @@ def compile_program(program: Program, target: Target) -> dict:
         record["flops_compiler"] = float(cost["flops"])
         record["bytes_accessed_compiler"] = float(cost.get("bytes accessed", 0.0))
     if target.platform == "tpu":
-        record["time"] = time_estimate(compiled.as_text(), program, target)
+        hlo = compiled.as_text()
+        record["mosaic_kernels"] = hlo.count('custom_call_target="tpu_custom_call"')  # splash compiled by Mosaic
+        record["time"] = time_estimate(hlo, program, target)
     if program.splash:
         record["splash"] = program.splash
     return record
@@ -72,8 +87,8 @@ def loop_cycles(hlo: str) -> dict:
     counted once)}."""
     computations, current = {}, None
     for line in hlo.splitlines():
-        m = _COMPUTATION.match(line)
-        if m and "=" not in line.split("{")[0]:
+        m = _COMPUTATION.match(line) if not line.startswith(" ") else None  # instructions are indented
+        if m:
             current = m.group(1)
             computations[current] = []
             continue
@@ -98,10 +113,10 @@ def loop_cycles(hlo: str) -> dict:
                     totals["cycles"] += value * times
             body = _WHILE.search(line)
             if body:
-                trips = _TRIPS.search(line)
-                if not trips:
+                trips = _trip_count(line, computations)
+                if trips is None:
                     totals["dynamic_loops"] += 1
-                walk(body.group(1), times * (int(trips.group(1)) if trips else 1))
+                walk(body.group(1), times * (trips or 1))
             elif " call(" in line or "conditional(" in line:
                 for group in _CALLS.findall(line):
                     for callee in group.replace("%", "").split(","):
@@ -110,6 +125,20 @@ def loop_cycles(hlo: str) -> dict:
     if entry:
         walk(entry, 1)
     return totals
+
+
+def _trip_count(line: str, computations: dict) -> int | None:
+    """A while loop's trip count: XLA's known_trip_count, or its condition's `i < constant(N)` (scans
+    count from 0); None when the bound is traced."""
+    known = _TRIPS.search(line)
+    if known:
+        return int(known.group(1))
+    condition = _CONDITION.search(line)
+    body = computations.get(condition.group(1), []) if condition else []
+    bound = [int(m.group(1)) for text in body for m in [_CONSTANT.search(text)] if m]
+    if len(bound) == 1 and any("direction=LT" in text for text in body):
+        return bound[0]
+    return None
 
 
 def time_estimate(hlo: str, program: Program, target: Target) -> dict:

@@ -36,6 +36,7 @@ class Program:
     splash: dict | None = None  # splash blocks executed over the whole read vs the causal minimum
     holds: dict = dataclasses.field(default_factory=dict)  # per chip: weights and KV cache bytes it holds
     calls: int = 1  # times one sequence (batch) calls it
+    resident: int = 0  # per chip: bytes of the run's arrays alive during the call that are not its arguments
 
 
 class Abstract:
@@ -70,7 +71,8 @@ def shard_bytes(tree) -> int:
     total = 0
     for a in jax.tree.leaves(tree):
         shape = a.sharding.shard_shape(a.shape) if a.sharding is not None else a.shape
-        total += int(np.prod(shape)) * jnp.dtype(a.dtype).itemsize
+        itemsize = 8 if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else jnp.dtype(a.dtype).itemsize
+        total += int(np.prod(shape)) * itemsize  # a typed PRNG key: two uint32 words
     return total
 
 
@@ -121,14 +123,16 @@ def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_po
                         trunk + attention, trunk if mosaic else trunk + attention, holds=holds, calls=chunks)
     if mosaic:
         first.splash = splash_blocks(config, chunk, chunks, a.mesh) | {"head_dim": config.head_dim,
-                                                                         "heads_rows": config.num_heads * rows}
+                                                                         "heads_rows": config.num_heads * rows
+                                                                         * _attention_layers(config)}
     one = rows == 1
     hidden = a.place((k_pad, config.hidden_size) if one else (rows, k_pad, config.hidden_size), dtype,
                      ("read_rows", "hidden") if one else ("read_rows", "read_rows", "hidden"))
     gather_at = a.place((k_pad,) if one else (rows, k_pad), jnp.int32)
     x = a.place((rows, chunk, config.hidden_size), dtype, ("batch", "sequence", "hidden"))
     gather = Program(f"gather_rows[{tag},read_rows={k_pad}]", gather_rows, (x, start, hidden, gather_at),
-                     dict(mesh=a.mesh), 0.0, 0.0, holds={"weights": 0, "kv_cache": 0}, calls=chunks)
+                     dict(mesh=a.mesh), 0.0, 0.0, holds=holds, calls=chunks,
+                     resident=holds["weights"] + holds["kv_cache"])  # between chunks: weights and cache stay
     head_rows = rows * k_pad
     head_flops = 2.0 * head_rows * config.hidden_size * config.vocab_size
     head = Program(f"read_head[rows={head_rows}]", read_head,
@@ -179,8 +183,10 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
                        dict(config=config, backend=backend, mesh=a.mesh), per_chunk, per_chunk, holds=holds,
                        calls=chunks * rows)
     if backend == "splash":
-        fill.flops_xla = fill.flops_needed - rows * whole["attention"] / chunks * (1 if fill.name.startswith(
-            "prefill_rows") else 1 / rows)
+        fill_rows = rows if fill.name.startswith("prefill_rows") else 1
+        fill.flops_xla = fill.flops_needed - fill_rows * whole["attention"] / chunks
+        fill.splash = splash_blocks(config, chunk, chunks, a.mesh) | {
+            "head_dim": config.head_dim, "heads_rows": config.num_heads * fill_rows * _attention_layers(config)}
     keys = jax.eval_shape(prompt_keys, jax.ShapeDtypeStruct((), jnp.uint32), jax.ShapeDtypeStruct((rows,), jnp.int32))
     tables = row_tables(config, np.full(rows, prompt))
     step_rope = RopeTables(*(a.place(t.shape, t.dtype) for t in tables))
