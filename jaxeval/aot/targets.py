@@ -101,7 +101,10 @@ def installed(t: Target) -> bool:
 
     if t.platform == "tpu":
         return importlib.util.find_spec("libtpu") is not None
-    return importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
+    try:  # the plugin's kernels and its PJRT library (jax_plugins.xla_cuda12) come in two packages
+        return all(importlib.util.find_spec(m) is not None for m in ("jax_cuda12_plugin", "jax_plugins.xla_cuda12"))
+    except ModuleNotFoundError:
+        return False
 
 
 def check_installed(t: Target) -> None:

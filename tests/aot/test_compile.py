@@ -18,7 +18,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HAS_TPU = importlib.util.find_spec("libtpu") is not None
-HAS_CUDA = importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
+def _cuda_installed() -> bool:
+    from jaxeval.aot.targets import TARGETS, installed
+
+    return installed(TARGETS["h100"])
+
+
+HAS_CUDA = _cuda_installed()
 needs_tpu = pytest.mark.skipif(not HAS_TPU, reason="libtpu not installed (pip install 'jax[tpu]==0.10.2')")
 needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="jax-cuda12-plugin / jax-cuda12-pjrt 0.10.2 not installed")
 
