@@ -81,10 +81,10 @@ def _first_line(text: str) -> str:
     return text[:400]
 
 
-def loop_cycles(hlo: str) -> dict:
+def loop_cycles(hlo: str, dynamic_trips: float = 1.0) -> dict:
     """Sum of the fusions' estimated_cycles, each times the known trip counts of the loops around it
-    -> {"cycles", "unknown" (fusions with no estimate), "dynamic_loops" (loops of unknown trip count,
-    counted once)}."""
+    -> {"cycles", "unknown" (fusions with no estimate), "dynamic_loops" (loops of a traced trip count,
+    counted dynamic_trips times: the caller's mean)}."""
     computations, current = {}, None
     for line in hlo.splitlines():
         m = _COMPUTATION.match(line) if not line.startswith(" ") else None  # instructions are indented
@@ -116,7 +116,7 @@ def loop_cycles(hlo: str) -> dict:
                 trips = _trip_count(line, computations)
                 if trips is None:
                     totals["dynamic_loops"] += 1
-                walk(body.group(1), times * (trips or 1))
+                walk(body.group(1), times * (trips or dynamic_trips))
             elif " call(" in line or "conditional(" in line:
                 for group in _CALLS.findall(line):
                     for callee in group.replace("%", "").split(","):
@@ -144,7 +144,7 @@ def _trip_count(line: str, computations: dict) -> int | None:
 def time_estimate(hlo: str, program: Program, target: Target) -> dict:
     """Seconds of one call on one chip: XLA's part from the fusions' estimated cycles at the chip's
     clock, Mosaic's (splash) from its executed blocks at the chip's peak FLOP/s."""
-    cycles = loop_cycles(hlo)
+    cycles = loop_cycles(hlo, program.dynamic_trips)
     xla_s = cycles["cycles"] / target.clock_hz
     mosaic_s = 0.0
     if program.splash:
@@ -154,4 +154,5 @@ def time_estimate(hlo: str, program: Program, target: Target) -> dict:
     return {"xla_s": xla_s, "mosaic_s": mosaic_s, "total_s": xla_s + mosaic_s,
             "xla_source": "fusions' estimated_cycles x known loop trip counts / clock",
             "mosaic_source": "splash executed blocks x 4 x block_q x block_kv x head_dim at peak FLOP/s",
-            "fusions_without_estimate": cycles["unknown"], "loops_of_unknown_trip_count": cycles["dynamic_loops"]}
+            "fusions_without_estimate": cycles["unknown"], "loops_of_traced_trip_count": cycles["dynamic_loops"],
+            "traced_loops_counted": program.dynamic_trips}

@@ -25,6 +25,9 @@ from jaxeval.models.param_layout import param_axes, param_shapes
 from jaxeval.models.sharding import DECODE_CACHE, READ_CACHE, param_shardings, sharding
 
 
+DECODE_BLOCK = 512  # decode_attention's key block: its loop runs position / 512 times (a traced bound)
+
+
 @dataclasses.dataclass
 class Program:
     name: str
@@ -32,11 +35,13 @@ class Program:
     args: tuple  # abstract positional arguments
     static: dict  # its static keyword arguments
     flops_needed: float  # jaxeval's count of the necessary FLOPs of one call, all chips (jaxeval.bench.shapes)
-    flops_xla: float  # the part of flops_needed XLA's cost model sees (splash's attention is a Mosaic kernel)
+    flops_xla: float  # the part the traced program holds as matmuls outside loops of a traced trip count (not
+    # splash: a Mosaic kernel; not decode attention: its key-block loop runs to the position)
     splash: dict | None = None  # splash blocks executed over the whole read vs the causal minimum
     holds: dict = dataclasses.field(default_factory=dict)  # per chip: weights and KV cache bytes it holds
     calls: int = 1  # times one sequence (batch) calls it
     resident: int = 0  # per chip: bytes of the run's arrays alive during the call that are not its arguments
+    dynamic_trips: float = 1.0  # the mean trip count of its loops of traced bound (time estimate)
 
 
 class Abstract:
@@ -121,6 +126,7 @@ def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_po
     else:
         first = Program(f"prefill_chunk[{tag}]", prefill, (params, *cache, ids, start, rope), static,
                         trunk + attention, trunk if mosaic else trunk + attention, holds=holds, calls=chunks)
+    first.dynamic_trips = max(1.0, (chunks - 1) / 2)  # the history blocks before the chunk, on average
     if mosaic:
         first.splash = splash_blocks(config, chunk, chunks, a.mesh) | {"head_dim": config.head_dim,
                                                                          "heads_rows": config.num_heads * rows
@@ -192,17 +198,19 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
     step_rope = RopeTables(*(a.place(t.shape, t.dtype) for t in tables))
     vec = a.place((rows,), jnp.int32)
     scalar = a.place((), jnp.float32)
-    step_flops = rows * (read_flops(config, 1, 1)["total"] - read_flops(config, 1, 0)["attention"]) \
-        + rows * 4.0 * config.num_heads * config.head_dim * prompt * _attention_layers(config)
+    trunk_head = rows * (read_flops(config, 1, 1)["total"] - read_flops(config, 1, 0)["attention"])
+    attention = rows * 4.0 * config.num_heads * config.head_dim * prompt * _attention_layers(config)
     keys = a.place(keys.shape, keys.dtype)
     if hybrid_model:
         step = Program(f"decode_hybrid_step[{tag}]", decode_hybrid_step,
                        (params, cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, mesh=a.mesh),
-                       step_flops, step_flops, holds=holds, calls=new_tokens)
+                       trunk_head + attention, trunk_head, holds=holds, calls=new_tokens,
+                       dynamic_trips=-(-prompt // DECODE_BLOCK))
     else:
         step = Program(f"decode_step[{tag}]", decode_step,
                        (params, *cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, mesh=a.mesh),
-                       step_flops, step_flops, holds=holds, calls=new_tokens)
+                       trunk_head + attention, trunk_head, holds=holds, calls=new_tokens,
+                       dynamic_trips=-(-prompt // DECODE_BLOCK))
     return [fill, step]
 
 
