@@ -53,6 +53,7 @@ def add_arguments(p) -> None:
     p.add_argument("--prefill_chunk", type=int, default=2048, help="tokens per prefill step")
     p.add_argument("--kv_cache", choices=("exact", "int8", "fp8"), default="exact")
     p.add_argument("--out", default=None, help="write the JSON report here")
+    p.add_argument("--hlo_dir", default=None, help="write each compiled program's optimized HLO text here")
 
 
 def run(args) -> int:
@@ -69,11 +70,20 @@ def run(args) -> int:
     meshes = _mesh_candidates(args.mesh, t, config)
     auto_batch = str(args.batch_size).strip() == "auto"
     rows = 1 if auto_batch else _positive(args.batch_size, "--batch_size")
-    report = None
+    report, refused = None, []
     for spec in meshes:
-        report = _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch)
+        try:
+            report = _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch)
+        except ConfigError as e:  # a candidate the model cannot be split over (or no batch fits on it)
+            if len(meshes) == 1:
+                raise
+            refused.append(f"{spec}: {e}")
+            continue
         if report["fits"]:
             break
+    if report is None:
+        raise ConfigError(f"compile: no candidate mesh works on {t.name} ({'; '.join(refused)})")
+    report["meshes_refused"] = refused
     _print_table(report)
     if args.out:
         from jaxeval.results.storage import write_text_atomic
@@ -150,7 +160,7 @@ def _compile_all(config, abstract, dtype, args, lengths, rows, backend, t) -> li
     records = []
     for length in lengths:
         for program in _programs(config, abstract, dtype, args, length, rows, backend):
-            record = compile_program(program, t) | {"length": length, "rows": rows}
+            record = compile_program(program, t, hlo_dir=args.hlo_dir) | {"length": length, "rows": rows}
             _progress(record)
             records.append(record)
     return records

@@ -21,7 +21,7 @@ _TRIPS = re.compile(r'"known_trip_count":\{"n":"(\d+)"\}')
 _CALLS = re.compile(r"(?:calls|to_apply|body|condition|branch_computations)=\{?%?([\w.\-, %]+)\}?")
 
 
-def compile_program(program: Program, target: Target) -> dict:
+def compile_program(program: Program, target: Target, hlo_dir: str | None = None) -> dict:
     """-> the program's record (compiled, peak bytes per chip and its parts, FLOPs, time estimate, error)."""
     from jaxeval.models.splash_attention import target_platform
 
@@ -65,6 +65,13 @@ def compile_program(program: Program, target: Target) -> dict:
     if cost and "flops" in cost:
         record["flops_compiler"] = float(cost["flops"])
         record["bytes_accessed_compiler"] = float(cost.get("bytes accessed", 0.0))
+    if hlo_dir:
+        from pathlib import Path
+
+        folder = Path(hlo_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        safe = re.sub(r"[^\w.,=-]+", "_", program.name)
+        (folder / f"{target.name}-{safe}.hlo.txt").write_text(compiled.as_text())
     if target.platform == "tpu":
         hlo = compiled.as_text()
         record["mosaic_kernels"] = hlo.count('custom_call_target="tpu_custom_call"')  # splash compiled by Mosaic

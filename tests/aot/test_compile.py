@@ -115,3 +115,27 @@ def test_lengths_parse_and_refuse():
     assert parse_lengths("32k, 128k,4096") == [32768, 131072, 4096]
     with pytest.raises(ConfigError, match="'abc' is not a token count"):
         parse_lengths("abc")
+
+
+def test_batch_search_doubles_until_a_batch_does_not_fit(monkeypatch):
+    from jaxeval.aot import command
+    from jaxeval.aot.targets import TARGETS
+    from jaxeval.errors import ConfigError
+
+    asked = []
+
+    def fits(config, abstract, dtype, args, lengths, rows, backend, t):
+        asked.append(rows)
+        return rows <= limit
+
+    monkeypatch.setattr(command, "_fits_at", fits)
+    limit = 4
+    assert command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"]) == \
+        (4, [{"rows": 1, "fits": True}, {"rows": 2, "fits": True}, {"rows": 4, "fits": True},
+             {"rows": 8, "fits": False}])
+    limit, asked[:] = 1000, []
+    assert command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"])[0] == command.AUTO_CAP
+    assert asked[-1] == command.AUTO_CAP
+    limit = 0
+    with pytest.raises(ConfigError, match="not even one sequence of 32768 tokens fits v5e-8"):
+        command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"])
