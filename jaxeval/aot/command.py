@@ -73,7 +73,8 @@ def run(args) -> int:
     report, refused = None, []
     for spec in meshes:
         try:
-            report = _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch)
+            report = _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch,
+                             last=spec is meshes[-1])
         except ConfigError as e:  # a candidate the model cannot be split over (or no batch fits on it)
             if len(meshes) == 1:
                 raise
@@ -154,7 +155,8 @@ def _programs(config, abstract, dtype, args, length, rows, backend):
     return progs
 
 
-def _compile_all(config, abstract, dtype, args, lengths, rows, backend, t) -> list[dict]:
+def _compile_all(config, abstract, dtype, args, lengths, rows, backend, t, first_failure=False) -> list[dict]:
+    """Every program's record; first_failure: stop at the first that does not fit (another mesh is next)."""
     from jaxeval.aot.compiled import compile_program
 
     records = []
@@ -163,6 +165,8 @@ def _compile_all(config, abstract, dtype, args, lengths, rows, backend, t) -> li
             record = compile_program(program, t, hlo_dir=args.hlo_dir) | {"length": length, "rows": rows}
             _progress(record)
             records.append(record)
+            if first_failure and not record["fits"]:
+                return records
     return records
 
 
@@ -173,7 +177,7 @@ def _progress(record) -> None:
           f"{'-' if peak is None else f'{peak / 2 ** 30:.2f} GiB'} {state}", file=sys.stderr, flush=True)
 
 
-def _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch) -> dict:
+def _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch, last=True) -> dict:
     import jax.numpy as jnp
 
     from jaxeval.aot.programs import Abstract
@@ -192,7 +196,7 @@ def _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch) 
     search = None
     if auto_batch:
         rows, search = _largest_batch(config, abstract, dtype, args, lengths, backend, t)
-    records = _compile_all(config, abstract, dtype, args, lengths, rows, backend, t)
+    records = _compile_all(config, abstract, dtype, args, lengths, rows, backend, t, first_failure=not last)
     fits = all(r["fits"] for r in records)
     report = {"target": t.name, "platform": t.platform, "chips": t.chips, "hbm_bytes_per_chip": t.hbm_bytes,
               "device_kind": devices[0].device_kind, "model": args.model, "mesh": describe(mesh),
