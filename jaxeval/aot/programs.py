@@ -119,13 +119,18 @@ def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_po
     whole = read_flops(config, chunks * chunk, 0)
     trunk, attention = rows * whole["trunk"] / chunks, rows * whole["attention"] / chunks  # one chunk, on average
     mosaic = backend == "splash"
+    # the attention XLA runs as plain matmuls: only the xla backend's (splash and cudnn are custom calls,
+    # chunked attention's key-block loop has a traced bound, counted once)
+    xla_attention = backend == "xla"
     tag = f"rows={rows},chunk={chunk},bucket={bucket}"
     if is_hybrid(config):
         first = Program(f"prefill_hybrid_chunk[{tag}]", prefill_hybrid_chunk, (params, cache, ids, start, rope),
-                        static, trunk + attention, trunk if mosaic else trunk + attention, holds=holds, calls=chunks)
+                        static, trunk + attention, trunk + attention if xla_attention else trunk, holds=holds,
+                        calls=chunks)
     else:
         first = Program(f"prefill_chunk[{tag}]", prefill, (params, *cache, ids, start, rope), static,
-                        trunk + attention, trunk if mosaic else trunk + attention, holds=holds, calls=chunks)
+                        trunk + attention, trunk + attention if xla_attention else trunk, holds=holds,
+                        calls=chunks)
     first.dynamic_trips = max(1.0, (chunks - 1) / 2)  # the history blocks before the chunk, on average
     if mosaic:
         first.splash = splash_blocks(config, chunk, chunks, a.mesh) | {"head_dim": config.head_dim,
@@ -188,9 +193,10 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
                        (params, *cache, a.place((1, chunk), jnp.int32), start, row, rope),
                        dict(config=config, backend=backend, mesh=a.mesh), per_chunk, per_chunk, holds=holds,
                        calls=chunks * rows)
-    if backend == "splash":
-        fill_rows = rows if fill.name.startswith("prefill_rows") else 1
+    fill_rows = rows if fill.name.startswith("prefill_rows") else 1
+    if backend != "xla":  # as read_programs: attention outside XLA's matmuls, or in a loop of traced bound
         fill.flops_xla = fill.flops_needed - fill_rows * whole["attention"] / chunks
+    if backend == "splash":
         fill.splash = splash_blocks(config, chunk, chunks, a.mesh) | {
             "head_dim": config.head_dim, "heads_rows": config.num_heads * fill_rows * _attention_layers(config)}
     keys = jax.eval_shape(prompt_keys, jax.ShapeDtypeStruct((), jnp.uint32), jax.ShapeDtypeStruct((rows,), jnp.int32))
