@@ -249,7 +249,7 @@ def _largest_batch(config, abstract, dtype, args, lengths, backend, t) -> tuple[
 def _verdict(report, config, abstract, dtype, args, backend, t) -> str:
     bad = next(r for r in report["programs"] if not r["fits"])
     peak = bad["peak_bytes_per_chip"]
-    what = (f"{peak / 2 ** 30:.2f} GiB per chip" if peak else f"does not compile ({bad['error']})")
+    what = f"needs {peak / 2 ** 30:.2f} GiB per chip" if peak else f"does not compile ({bad['error']})"
     nearest = "no smaller batch fits"
     rows = report["batch_size"] // 2
     while rows >= 1:
@@ -257,7 +257,7 @@ def _verdict(report, config, abstract, dtype, args, backend, t) -> str:
             nearest = f"--batch_size {rows} fits"
             break
         rows //= 2
-    return (f"compile: {bad['name']} at {bad['length']} tokens needs {what}, {t.name} has "
+    return (f"compile: {bad['name']} at {bad['length']} tokens {what}; {t.name} has "
             f"{t.hbm_bytes / 2 ** 30:.2f} GiB per chip (mesh {report['mesh']}); {nearest}")
 
 

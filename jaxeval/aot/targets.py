@@ -94,6 +94,8 @@ def prepare_environment(platform: str) -> None:
     del platform  # the same for both: this process's own backend is the CPU, the target's devices compile-only
     os.environ["JAX_PLATFORMS"] = "cpu"
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    # libtpu takes /tmp/libtpu_lockfile for the chips; a compile touches none, so two compiles may run at once
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
 
 
 def installed(t: Target) -> bool:
