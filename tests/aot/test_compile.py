@@ -100,7 +100,9 @@ def test_missing_compiler_package_says_which(monkeypatch, capsys):
     from jaxeval.aot import targets
     from jaxeval.cli import main
 
-    monkeypatch.setenv("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS", "cpu"))  # restored after the test
+    for name, value in (("JAX_PLATFORMS", "cpu"), ("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),
+                        ("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")):  # prepare_environment's, restored after the test
+        monkeypatch.setenv(name, os.environ.get(name, value))
     monkeypatch.setattr(targets, "installed", lambda t: False)
     assert main(["compile", "v6e-8", "--model", "tiny-llama"]) == 2
     assert "needs libtpu==0.0.42.*" in capsys.readouterr().err
