@@ -3,7 +3,8 @@
 XLA's cost_analysis() counts a while loop's body once (the layer scan: one layer of 32), so it
 cannot be set beside jaxeval's count; the program's own jaxpr can: every dot_general's
 2 x output elements x contracted size, times the lengths of the scans around it, times the shards
-of a shard_map around it (its body is per shard). Pallas (Mosaic) kernels are left out: their
+of a shard_map around it (its body is per shard); an MoE's ragged_dot counts 2 x its rows x
+contracted x output width (each row multiplied by one expert's matrix). Pallas (Mosaic) kernels are left out: their
 work is counted from their mask info (jaxeval.aot.programs.splash_blocks). Loops of a traced trip
 count (the splash history's fori_loop) are counted once and reported.
 """
@@ -29,6 +30,11 @@ def _walk(jaxpr, times: float, totals: dict) -> None:
             lhs = eqn.invars[0].aval.shape
             out = eqn.outvars[0].aval.shape
             totals["matmul"] += times * 2.0 * math.prod(out) * math.prod(lhs[d] for d in lhs_contract)
+            continue
+        if name in ("ragged_dot", "ragged_dot_general"):  # an MoE's grouped matmul: each row meets one expert
+            lhs = eqn.invars[0].aval.shape
+            out = eqn.outvars[0].aval.shape
+            totals["matmul"] += times * 2.0 * math.prod(out) * lhs[-1]
             continue
         if name == "pallas_call":
             totals["pallas_calls"] += 1
