@@ -266,6 +266,12 @@ def _run_options(p: argparse.ArgumentParser, benchmarks) -> None:
         benchmark.add_arguments(p)
 
 
+def cmd_compile(args) -> int:
+    from jaxeval.aot.command import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jaxeval.benchmarks.registry import benchmarks, scorers
 
@@ -284,6 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
                                        "memory, time, judge calls (config and tokenizer only)")
     _run_options(plan, benchmarks())
     plan.set_defaults(func=cmd_plan, parser=plan)
+
+    aot = sub.add_parser("compile", help="compile every program of a run for a TPU or GPU target on this machine "
+                                         "(no chip, no weights): memory per chip, FLOPs, time (docs/compile.md)")
+    from jaxeval.aot.command import add_arguments as _compile_arguments
+
+    _compile_arguments(aot)
+    aot.set_defaults(func=cmd_compile)
 
     ls = sub.add_parser("ls", help="list benchmarks (tasks), their configs and lengths")
     ls.set_defaults(func=cmd_ls)

@@ -44,7 +44,7 @@ FLOORS = (
     ("benchmarks", "serve", "curve"),
     ("tasks", "model_checks"),
     ("plan",),
-    ("bench", "suite", "series"),
+    ("bench", "suite", "series", "aot"),
     ("cli",),
     ("in_process",),  # jaxeval.evaluate: a run's flags parsed by the CLI's parser, on live parameters
     ("__init__",),  # the package's face: load_model, Model, evaluate, re-exported lazily

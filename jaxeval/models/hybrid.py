@@ -83,16 +83,18 @@ def _per_leaf(fn, cache: HybridCache) -> HybridCache:
                        gd.GDNState(*(fn(a, names) for a, names in zip(cache.gdn, _CACHE_AXES.gdn))))
 
 
-def new_cache(c: ModelConfig, batch: int, length: int, dtype, mesh=None) -> HybridCache:
+def new_cache(c: ModelConfig, batch: int, length: int, dtype, mesh=None, make=None) -> HybridCache:
     """Zeros: the cache before the first token (transformers' fresh cache); on a mesh, created in the rules'
-    shardings (jaxeval.models.hybrid_layout: GDN states split by head over `tensor`)."""
+    shardings (jaxeval.models.hybrid_layout: GDN states split by head over `tensor`). make(array, names):
+    another way to build each leaf (jaxeval.aot: abstract arrays in those shardings)."""
     g = layer_groups(c.layer_types)
     kv_shape = (g.full_layers, batch, length, c.num_kv_heads, c.head_dim)
     state = gd.init_state(batch, c.linear_attention, dtype)
     kv = jax.ShapeDtypeStruct(kv_shape, jnp.dtype(dtype))
     shapes = HybridCache(kv, kv, gd.GDNState(*(jax.ShapeDtypeStruct((g.linear_layers, *s.shape), s.dtype)
                                                for s in state)))
-    return _per_leaf(lambda a, names: zeros(a.shape, a.dtype, mesh, names), shapes)  # separate buffers (donated)
+    make = make or (lambda a, names: zeros(a.shape, a.dtype, mesh, names))
+    return _per_leaf(make, shapes)  # separate buffers (donated)
 
 
 def constrain_cache(cache: HybridCache, mesh) -> HybridCache:

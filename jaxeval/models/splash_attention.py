@@ -23,16 +23,37 @@ jaxeval's length buckets and prefill chunks are.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention_parts import offset_attention, on_mesh, static_windows, with_static_window
 
 LANES = 128  # splash key blocks are multiples of this
 MAX_BLOCK = 512
+# the platform the kernel is traced for: jax.default_backend(), unless a compile for another target
+# (jaxeval.aot: TPU programs compiled on a CPU-only machine) says otherwise, so that it lowers as Mosaic
+_TARGET_PLATFORM = contextvars.ContextVar("splash_target_platform", default=None)
+
+
+@contextlib.contextmanager
+def target_platform(platform: str):
+    """Trace splash for `platform` ("tpu": Mosaic, whatever this process's default backend) inside the block."""
+    token = _TARGET_PLATFORM.set(platform)
+    try:
+        yield
+    finally:
+        _TARGET_PLATFORM.reset(token)
+
+
+def interpret_mode() -> bool:
+    """Pallas interpret mode unless the kernel is traced for a TPU."""
+    return (_TARGET_PLATFORM.get() or jax.default_backend()) != "tpu"
 
 
 def _splash():
@@ -68,6 +89,15 @@ def _kernel(kind: str, heads: int, t: int, s: int, window: int, softcap: float |
                                   interpret=interpret)
 
 
+def kernel_blocks(kind: str, t: int, s: int, window: int = 0) -> dict:
+    """Blocks one head of a splash call of this mask kind executes, from the kernel's own forward mask
+    info (block_mask entries not 0; a mask with no info has every block full)."""
+    info = _kernel(kind, 1, t, s, window, None, True).fwd_mask_info
+    bq, bkv = _block(t), _block(s)
+    blocks = (t // bq) * (s // bkv) if info.block_mask is None else int((np.asarray(info.block_mask)[0] != 0).sum())
+    return {"blocks": blocks, "block_q": bq, "block_kv": bkv}
+
+
 def _part(q, k, v, kind, window, valid, *, scale, softcap, interpret):
     """One splash call: q [B, T, H, hd], k, v [B, S, KV, hd] -> (out [B, T, H, hd], lse [B, T, H])."""
     b, t, h, d = q.shape
@@ -89,7 +119,7 @@ def splash_attention(q, k, v, q_start, window, scale, softcap=None, *, windows=N
     (gpt-oss), folded in through the kernel's log-sum-exp (jaxeval.models.attention_parts).
     """
     if interpret is None:
-        interpret = jax.default_backend() != "tpu"
+        interpret = interpret_mode()
     t, s = q.shape[1], k.shape[1]
     _block(t), _block(s)  # shape errors before any tracing of the kernel
     part = functools.partial(_part, scale=scale, softcap=float(softcap) if softcap else None, interpret=interpret)
