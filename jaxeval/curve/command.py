@@ -7,12 +7,17 @@ import argparse
 import json
 from pathlib import Path
 
+from jaxeval.curve.text import DEFAULT_TEXT
 from jaxeval.errors import ConfigError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--text", required=True, help="a UTF-8 text file, or a JSON file with a 'text' field (RULER's "
-                                                 "haystack layout)")
+    p.add_argument("--text", default=DEFAULT_TEXT,
+                   help="a UTF-8 text file, a JSON file with a 'text' field (RULER's haystack layout), or a RULER "
+                        "haystack: ruler:essay (--ruler_essay, else the shipped public-domain stand-in) or "
+                        f"ruler:noise (default: {DEFAULT_TEXT})")
+    p.add_argument("--ruler_essay", default=None,
+                   help="RULER's PaulGrahamEssays.json for --text ruler:essay (default: the shipped Pride and Prejudice)")
     p.add_argument("--length", type=int, default=None, help="tokens to read (default: as many as the model reads)")
     p.add_argument("--buckets", type=int, default=16, help="position buckets of equal width")
     p.add_argument("--reference", default=None, help="a second model (same vocabulary): KL(reference || model) and "
@@ -49,7 +54,7 @@ def reference_namespace(args) -> argparse.Namespace:
 
 def cmd_curve(args, load) -> int:
     from jaxeval.curve.positions import bucket_stats, overall, read_positions
-    from jaxeval.curve.text import check_length, read_source, text_ids
+    from jaxeval.curve.text import check_length, resolve_text, text_ids
     from jaxeval.generation import require_tokenizer
     from jaxeval.io.outputs import check_output_folder
 
@@ -61,15 +66,17 @@ def cmd_curve(args, load) -> int:
         raise ConfigError(f"--buckets must be a positive integer, got {args.buckets}")
     check_length(args.length)
     check_output_folder(args.out, "--out")
-    text = read_source(args.text)  # a bad file fails before any model loads
+    text, source = resolve_text(args.text, args.ruler_essay)  # a bad file fails before any model loads
     model = load(args)
-    ids = text_ids(args.text, text, require_tokenizer(model, "jaxeval curve"), args.length, model.max_length)
+    ids = text_ids(source["path"] or args.text, text, require_tokenizer(model, "jaxeval curve"), args.length,
+                   model.max_length)
     reference = None
     if args.reference:
         reference = load(reference_namespace(args))
     values = read_positions(model, ids, reference)
     width = -(-len(ids) // args.buckets)
-    result = {"model": str(args.model), "reference": args.reference, "reference_args": args.reference_args or None, "text": str(args.text), "tokens": len(ids),
+    result = {"model": str(args.model), "reference": args.reference, "reference_args": args.reference_args or None, "text": str(args.text),
+              "text_source": source, "tokens": len(ids),
               "bucket_width": width, "kl": "KL(reference || model), nats, full vocabulary, float32" if reference else None,
               "overall": overall(values), "buckets": bucket_stats(values, width)}
     out = Path(args.out)

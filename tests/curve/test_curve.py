@@ -101,3 +101,32 @@ def test_an_int8_copy_against_the_original_has_a_positive_kl(tmp_path):
                  "--out", str(tmp_path / "q")]) == 0
     overall = json.loads((tmp_path / "q" / "curve.json").read_text())["overall"]
     assert overall["mean_kl"] > 0 and overall["top1_agreement"] <= 1.0
+
+
+def test_the_default_text_is_the_shipped_ruler_haystack(tmp_path):
+    out = tmp_path / "curve"
+    assert main(["curve", "--length", "256", "--buckets", "2", "--out", str(out)]) == 0
+    result = json.loads((out / "curve.json").read_text())
+    assert result["text"] == "ruler:essay" and result["tokens"] == 256
+    source = result["text_source"]
+    assert source["shipped"] and source["path"].endswith("haystack_pride_and_prejudice.json")
+    assert len(source["sha256"]) == 64 and "Pride and Prejudice" in source["about"]
+
+
+def test_ruler_haystacks_by_name(tmp_path):
+    from jaxeval.curve.text import resolve_text
+    from jaxeval.errors import ConfigError
+
+    essay = tmp_path / "essays.json"
+    essay.write_text(json.dumps({"text": "An essay on startups. " * 50}))
+    text, source = resolve_text("ruler:essay", str(essay))
+    assert text.startswith("An essay on startups.") and source["path"] == str(essay) and not source["shipped"]
+    text, source = resolve_text("ruler:noise", None)
+    assert text.startswith("The grass is green. The sky is blue.") and source["path"] is None
+    with pytest.raises(ConfigError, match="unknown RULER haystack; known: ruler:essay, ruler:noise"):
+        resolve_text("ruler:paulgraham", None)
+    with pytest.raises(ConfigError, match="--ruler_essay is read only with --text ruler:essay"):
+        resolve_text(str(essay), str(essay))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(DataError, match="--ruler_essay .*bad.json: not JSON"):
+        resolve_text("ruler:essay", str(tmp_path / "bad.json"))

@@ -30,7 +30,8 @@ class RulerSettings:
     essay: str | None = setting(None, "RULER's PaulGrahamEssays.json (default: shipped public-domain stand-in)")
     squad: str | None = setting(None, "SQuAD v2.0 dev JSON for qa_1 (default: shipped synthetic stand-in)")
     hotpotqa: str | None = setting(None, "HotpotQA dev distractor JSON for qa_2 (default: shipped synthetic stand-in)")
-    english_words: str | None = setting(None, "RULER's english_words.json (cwe needs it from about 64k tokens)")
+    english_words: str | None = setting(None, "RULER's english_words.json for cwe once a sample needs more "
+                                                  "distinct words than wonderwords has (default: shipped stand-in)")
     teacher_forced: bool = setting(False, "fast diagnostic: log-probability of the gold answer after the answer "
                                           "prefix instead of generating; NOT the official RULER score")
     cache_dir: str | None = setting(None, "sample cache folder (default: $JAXEVAL_RULER_CACHE or "
@@ -48,20 +49,15 @@ def _check(settings: RulerSettings) -> tuple[list[str], list[int]]:
 
 def _data(settings: RulerSettings, tasks: list[str]) -> tuple[dict, dict]:
     """(paths the generators read, what the results say about each), every named file checked."""
-    from jaxeval.benchmarks.ruler.inputs import english_words, source
+    from jaxeval.benchmarks.ruler.inputs import source
     from jaxeval.benchmarks.ruler.tasks import TASKS
 
     needed = {"essay"} if any(TASKS[t][1].get("type_haystack") == "essay" for t in tasks) else set()
     needed |= {TASKS[t][1]["dataset"] for t in tasks if TASKS[t][0] == "qa"}
+    needed |= {"english_words"} if "cwe" in tasks else set()
     described = {kind: source(kind, getattr(settings, kind)) for kind in sorted(needed)}
     files = {kind: d["path"] for kind, d in described.items()}
-    files["english_words"] = settings.english_words
-    if settings.english_words and "cwe" in tasks:
-        from jaxeval.benchmarks.ruler.inputs import sha256_file
-
-        english_words(settings.english_words)
-        described["english_words"] = {"path": settings.english_words, "sha256": sha256_file(settings.english_words),
-                                      "shipped": False, "about": "user file"}
+    files.setdefault("english_words", settings.english_words)
     return files, described
 
 

@@ -18,11 +18,14 @@ DEFAULT_FILES = {
     "essay": ASSETS / "haystack_pride_and_prejudice.json",
     "squad": ASSETS / "squad.json",
     "hotpotqa": ASSETS / "hotpotqa.json",
+    "english_words": ASSETS / "english_words_standin.txt",
 }
 ABOUT_DEFAULT = {
     "essay": "shipped stand-in: Pride and Prejudice (public domain), not RULER's PaulGrahamEssays.json",
     "squad": "shipped stand-in: synthetic SQuAD-layout file, not SQuAD v2.0 dev",
     "hotpotqa": "shipped stand-in: synthetic HotpotQA-layout file, not HotpotQA dev distractor",
+    "english_words": "shipped stand-in: SCOWL's large American list (a-z words) and the wonderwords lists, "
+                     "not RULER's english_words.json",
 }
 
 
@@ -53,7 +56,10 @@ def _read_json(path: Path, flag: str):
 def source(kind: str, path: str | None) -> dict:
     """Which file a run reads for `kind` (essay, squad, hotpotqa): path, sha256, shipped or not."""
     chosen = Path(path) if path else DEFAULT_FILES[kind]
-    _read_json(chosen, f"--ruler_{kind}")  # checked before any generation
+    if kind == "english_words":
+        english_words(str(chosen))
+    else:
+        _read_json(chosen, f"--ruler_{kind}")  # checked before any generation
     return {"path": str(chosen), "sha256": sha256_file(chosen), "shipped": not path,
             "about": ABOUT_DEFAULT[kind] if not path else "user file"}
 
@@ -139,7 +145,18 @@ def hotpotqa(path: str) -> tuple[list[dict], list[str]]:
 
 @functools.lru_cache(maxsize=2)
 def english_words(path: str) -> tuple[str, ...]:
-    """cwe's randle words: list(json.load(english_words.json).values())."""
+    """cwe's randle words: list(json.load(english_words.json).values()); a .txt file (the shipped
+    stand-in) is one word a line."""
+    if path.endswith(".txt"):
+        from jaxeval.io.inputs import read_text
+
+        try:
+            words = tuple(line.strip() for line in read_text(Path(path)).splitlines() if line.strip())
+        except DataError as e:
+            raise DataError(f"--ruler_english_words {e}") from None
+        if not words:
+            raise DataError(f"--ruler_english_words {path}: no words in the file")
+        return words
     data = _read_json(Path(path), "--ruler_english_words")
     if not isinstance(data, dict) or not data:
         raise DataError(f"--ruler_english_words {path}: expected a non-empty JSON object (RULER's english_words.json)")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from jaxeval.benchmarks.ruler.tasks import TASKS, THRESHOLD
 
 VERSION = "1"
-DEVIATIONS_DEFAULT_DATA = ("the essay haystack and QA files are jaxeval's shipped licence-clean stand-ins "
-                           "(see data): scores are not comparable with RULER's published numbers")
+DEVIATIONS_DEFAULT_DATA = ("jaxeval's shipped licence-clean stand-ins for RULER's {kinds} (see data): scores are "
+                           "not comparable with RULER's published numbers")
 
 
 def length_averages(units: list[dict], tasks, teacher_forced: bool) -> dict:
@@ -107,8 +107,8 @@ def summarize(result: dict) -> dict:
         groups["ruler/effective_length"] = result["effective_length"]
         headline.append({"row": "RULER effective length (> 85.6)", "value": result["effective_length"],
                          "metric": "effective_length"})
-    shipped = any(isinstance(v, dict) and v.get("shipped") for v in (result.get("data") or {}).values())
-    deviations = ([DEVIATIONS_DEFAULT_DATA] if shipped else []) + (
+    shipped = [k for k, v in (result.get("data") or {}).items() if isinstance(v, dict) and v.get("shipped")]
+    deviations = ([DEVIATIONS_DEFAULT_DATA.format(kinds=", ".join(shipped))] if shipped else []) + (
         ["TEACHER-FORCED DIAGNOSTIC: not the official RULER score"] if tf else [])
     return {"results": results, "higher_is_better": hib, "n-samples": n_samples, "lengths": lengths,
             "groups": groups, "headline": headline, "versions": VERSION, "deviations": deviations,

@@ -23,21 +23,30 @@ class CommonWords:
         self.max_seq_length, self.tokens_to_generate = max_seq_length, tokens_to_generate
         self.words = list(inputs.cwe_words())
         self.streams.fresh_shuffle(self.words)
-        self.english_words = english_words
+        self.english_words = english_words  # a path; None: the shipped stand-in
 
     def _example(self, n: int, common_repeats: int, uncommon_repeats: int) -> tuple[str, list[str]]:
         if n <= len(self.words):
             chosen = self.streams.rng.sample(self.words, n)
-        elif self.english_words is None:
-            raise RulerSkip(f"cwe needs {n} distinct words, more than the {len(self.words)} of the wonderwords "
-                            "lists: RULER then samples its english_words.json, which is not shipped; name it with "
-                            "--ruler_english_words")
         else:
-            chosen = self.streams.rng.sample(inputs.english_words(self.english_words), n)
+            chosen = self.streams.rng.sample(self._english_words(n), n)
         common, uncommon = chosen[:self.num_cw], chosen[self.num_cw:]
         word_list = common * int(common_repeats) + uncommon * int(uncommon_repeats)
         self.streams.fresh_shuffle(word_list)
         return " ".join(f"{i + 1}. {w}" for i, w in enumerate(word_list)), common
+
+    def _english_words(self, n: int) -> tuple[str, ...]:
+        """RULER's english_words.json or the shipped stand-in; fewer than n words is a skip where
+        RULER's random.sample would raise."""
+        shipped = str(inputs.DEFAULT_FILES["english_words"])
+        path = self.english_words or shipped
+        words = inputs.english_words(path)
+        if n > len(words):
+            which = (f"the {len(words)} words of the shipped stand-in list" if path == shipped else
+                     f"the {len(words)} words of --ruler_english_words {path}")
+            raise RulerSkip(f"cwe needs {n} distinct words, more than {which}: name a larger "
+                            "english_words.json with --ruler_english_words")
+        return words
 
     def make(self, n: int) -> tuple[str, list[str]]:
         if self.max_seq_length < 4096:
