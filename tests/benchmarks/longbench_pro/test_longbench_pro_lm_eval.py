@@ -66,9 +66,9 @@ def test_score_writes_a_new_folder_beside_the_predictions_by_default(tmp_path, c
 
     from jaxeval.cli import main
 
-    rows = [{"id": "q1", "bon_idx": 1, "secondary_task": "T3.1 Single-Hop Fact QA", "primary_task":
+    rows = [{"id": "q1", "bon_idx": 1, "secondary_task": "T3.2 Single-Hop Fact QA", "primary_task":
              "T3. Evidence-Grounded QA", "language": "English", "token_length": "8k", "difficulty": "Easy",
-             "contextual_requirement": "Full", "answer": ["A"], "prediction": "A"}]
+             "contextual_requirement": "Partial", "answer": ["A"], "prediction": "A"}]
     folder = tmp_path / "preds"
     folder.mkdir()
     path = folder / "nonthinking_context-120000_bon-1_inference_1-of-1.jsonl"
