@@ -174,6 +174,12 @@ class Benchmark:
         """`jaxeval validate`: load and check the task's data, one line per check."""
         return [f"{task}: no data check; its data is checked when it runs"]
 
+    def planned_units(self, task: str, settings, tokenizer):
+        """`jaxeval plan` when the task's data is not here (a missing folder, a hub id offline):
+        a jaxeval.plan.from_counts.PlannedTask built from the counts and prompt lengths the
+        benchmark itself defines, or None (the plan then reports the missing data as an error)."""
+        return None
+
     # -- the run ---------------------------------------------------------------------------------
     def run(self, ctx: RunContext, settings) -> tuple[dict, str]:
         """Run ctx.task -> (result section, table printed after it)."""

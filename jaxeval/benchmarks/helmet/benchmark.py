@@ -129,6 +129,9 @@ class Helmet(Benchmark):
     def summarize(self, task: str, result: dict) -> dict:
         return summary.summarize(task, result)
 
+    def planned_units(self, task: str, settings: HelmetSettings, tokenizer):
+        return summary.planned_units(settings, task == "helmet_agenticlu", tokenizer)
+
     def report_view(self, task: str):
         from jaxeval.benchmarks.helmet.report_view import helmet_view
 
