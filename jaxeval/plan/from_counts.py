@@ -5,27 +5,7 @@ counts, with the reason the data was not read and where its counts come from."""
 
 from __future__ import annotations
 
-import dataclasses
-
-from jaxeval.benchmarks.base import limit_count
-
-
-@dataclasses.dataclass(frozen=True)
-class PlannedUnit:
-    """One group of a benchmark's items that share their request shape."""
-
-    leaf: str  # the results leaf the items count under (the plan's items)
-    items: int  # before --limit
-    prompt_tokens: int  # per item, before the model's window caps it
-    max_new_tokens: int
-    judge_prompts: tuple[int, ...] = ()  # tokens of each judge prompt one item sends (empty: none)
-    judge_reply_tokens: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class PlannedTask:
-    units: tuple[PlannedUnit, ...]
-    source: str  # where the counts and lengths come from
+from jaxeval.benchmarks.base import PlannedTask, limit_count
 
 
 def record_planned(task: PlannedTask, model, limit, batch_size: int, judge_label: str = "judge") -> dict:

@@ -130,7 +130,11 @@ class Helmet(Benchmark):
         return summary.summarize(task, result)
 
     def planned_units(self, task: str, settings: HelmetSettings, tokenizer):
-        return summary.planned_units(settings, task == "helmet_agenticlu", tokenizer)
+        from jaxeval.benchmarks.helmet.planned import planned_units
+
+        agenticlu = task == "helmet_agenticlu"
+        reply = settings.judge_max_tokens or (AGENTICLU_JUDGE if agenticlu else HELMET_JUDGE)["max_tokens"]
+        return planned_units(settings, helmet_task_units(settings, agenticlu)[0], agenticlu, tokenizer, reply)
 
     def report_view(self, task: str):
         from jaxeval.benchmarks.helmet.report_view import helmet_view

@@ -122,7 +122,7 @@ def planned_units(data: str | None, datasets: str | None, e: bool):
     generating the dataset's max_new_tokens. None when the data is here (or the shipped sample runs)."""
     from pathlib import Path
 
-    from jaxeval.plan.from_counts import PlannedTask, PlannedUnit
+    from jaxeval.benchmarks.base import PlannedTask, PlannedUnit
 
     if data is None or (data != HUB_ID and Path(data).exists()):
         return None
