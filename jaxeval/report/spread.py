@@ -10,6 +10,7 @@ interval; a task without per-sample scores gets no figure, and the page says so.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Mapping, Sequence
 
 from jaxeval.report.data import Figure, Panel, Run, Table, fmt, sort_lengths
@@ -90,14 +91,46 @@ def spread_parts(task: str, runs: Sequence[Run], benchmark) -> tuple[Figure | No
     return figure, table, note
 
 
+def _matching_errors(panel: Panel, ours: Panel) -> dict | None:
+    """Our whiskers for a view's own panel when it plots the very same means (every point of a
+    run equal to our mean at that x, on the same axis kind); None when any run's points differ."""
+    if panel.errors is not None or panel.kind != ours.kind:
+        return None
+    errors = {}
+    for run, points in panel.by_run.items():
+        mine = ours.by_run.get(run)
+        shown = {x: v for x, v in points.items() if v is not None}
+        if not mine or not shown or any(x not in mine or not math.isclose(v, mine[x], rel_tol=1e-9, abs_tol=1e-9)
+                                         for x, v in shown.items()):
+            return None
+        errors[run] = {x: bounds for x, bounds in ours.errors.get(run, {}).items() if x in shown}
+    return errors
+
+
+def _with_errors(view, figure: Figure) -> int:
+    """Put our whiskers on the view's own panels that plot the same means; how many got them."""
+    drawn = 0
+    for index, own in enumerate(view.figures):
+        panels = []
+        for panel in own.panels:
+            errors = next((found for ours in figure.panels if (found := _matching_errors(panel, ours))), None)
+            panels.append(panel if errors is None else dataclasses.replace(panel, errors=errors))
+            drawn += errors is not None
+        view.figures[index] = dataclasses.replace(own, panels=tuple(panels))
+    return drawn
+
+
 def add_error_bars(views: Sequence, runs: Sequence[Run], benchmarks: Mapping) -> None:
-    """Give each task view its error-bar figure and table where its benchmark has per-sample scores."""
+    """Give each task view its error-bar figure and table where its benchmark has per-sample scores,
+    and whiskers on its own length curves and bars that plot the same per-sample means."""
     for view in views:
         benchmark = benchmarks.get(view.name)
         if benchmark is None:
             continue
         figure, table, note = spread_parts(view.name, runs, benchmark)
         if figure is not None:
+            if _with_errors(view, figure):
+                view.notes.append(f"whiskers on the plots of per-sample means: {METHOD}")
             view.figures.append(figure)
             view.tables.append(table)
         if note:

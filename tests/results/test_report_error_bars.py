@@ -70,3 +70,20 @@ def test_the_comparison_page_prints_no_local_folder(tmp_path):
     html = page.read_text()
     assert "paired" in html and "model_b" in html
     assert "private_home" not in html and str(tmp_path) not in html
+
+
+def test_whiskers_go_on_the_views_own_curve_of_the_same_means(tmp_path):
+    """LongBench's length curve is the pooled per-sample mean per length bin: it gets the whiskers."""
+    from jaxeval.report.build import build_views
+    from jaxeval.report.spread import add_error_bars
+
+    path = write_v1(tmp_path, "a", "model_a", {"longbench": keyed_longbench("model_a")})
+    runs = load_runs([path])
+    views, _ = build_views(runs, run_tasks())
+    add_error_bars(views, runs, run_tasks())
+    (view,) = views
+    figure, _, _ = spread_parts("longbench", runs, run_tasks()["longbench"])
+    ours = figure.panels[0].errors[runs[0].label]
+    own = [panel for fig in view.figures[:-1] for panel in fig.panels if panel.errors]
+    assert own and any(panel.errors[runs[0].label] == ours for panel in own)
+    assert any(note.startswith("whiskers on the plots of per-sample means") for note in view.notes)
