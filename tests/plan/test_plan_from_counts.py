@@ -76,3 +76,13 @@ def test_judge_price_example_of_the_docs(tmp_path, capsys, monkeypatch):
                           "--helmet_judge", "http:http://127.0.0.1:9/v1:gpt-4o", "--judge_price", "2.5,10")
     assert found["judge"]["calls"] == 1 and found["judge"]["price_usd_max"] > 0 and "judge: 1 calls" in printed
     assert found["estimated_from_counts"] == {}
+
+
+def test_a_hub_id_that_cannot_be_fetched_is_estimated_too(tmp_path, capsys, config_only, monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # as HF_HUB_OFFLINE=1, no network
+    found, _ = plan(tmp_path, capsys, "--model", str(config_only), "--tasks", "longbench", "--longbench_data",
+                    "THUDM/LongBench", "--longbench_datasets", "qasper,lcc")
+    assert "THUDM/LongBench: could not fetch" in found["estimated_from_counts"]["longbench"]
+    assert found["items"] == {"longbench/qasper": 200, "longbench/lcc": 500}
