@@ -79,7 +79,8 @@ def limited(items: Sequence, limit) -> list:
 
 @dataclasses.dataclass(frozen=True)
 class PlannedUnit:
-    """`jaxeval plan` without the data (Benchmark.planned_units): one group of a benchmark's items that share their request shape."""
+    """`jaxeval plan` without the data (Benchmark.planned_units): one group of a benchmark's items
+    that share their request shape."""
 
     leaf: str  # the results leaf the items count under (the plan's items)
     items: int  # before --limit

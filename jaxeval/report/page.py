@@ -79,7 +79,8 @@ def _provenance_table(runs: Sequence[Run]) -> Table:
                     if source.get("shipped_sample") else shown_location(source["data"]) if source.get("data") else "-")
             rows.append((run.label, task, data,
                          f"{items.get('effective', '?')} of {items.get('original', '?')}" if items else "-",
-                         shown_location(model.get("path", "-")), f"{size / 2**20:,.1f} MiB" if isinstance(size, (int, float)) else "-",
+                         shown_location(model.get("path", "-")),
+                         f"{size / 2**20:,.1f} MiB" if isinstance(size, (int, float)) else "-",
                          str(model.get("dtype", "-")), str(model.get("quantization") or "none"),
                          str(model.get("kv_cache") or "exact"), str(config.get("seed", "-")),
                          str(config.get("limit") if config.get("limit") is not None else "all")))
