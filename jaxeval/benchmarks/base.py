@@ -78,6 +78,25 @@ def limited(items: Sequence, limit) -> list:
 
 
 @dataclasses.dataclass(frozen=True)
+class PlannedUnit:
+    """`jaxeval plan` without the data (Benchmark.planned_units): one group of a benchmark's items
+    that share their request shape."""
+
+    leaf: str  # the results leaf the items count under (the plan's items)
+    items: int  # before --limit
+    prompt_tokens: int  # per item, before the model's window caps it
+    max_new_tokens: int
+    judge_prompts: tuple[int, ...] = ()  # tokens of each judge prompt one item sends (empty: none)
+    judge_reply_tokens: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedTask:
+    units: tuple[PlannedUnit, ...]
+    source: str  # where the counts and lengths come from
+
+
+@dataclasses.dataclass(frozen=True)
 class JudgeCalls:
     """The shared judge flags (--judge_timeout, --judge_retries, --judge_max_failures)."""
 
@@ -173,6 +192,12 @@ class Benchmark:
     def validate(self, task: str, settings) -> list[str]:
         """`jaxeval validate`: load and check the task's data, one line per check."""
         return [f"{task}: no data check; its data is checked when it runs"]
+
+    def planned_units(self, task: str, settings, tokenizer):
+        """`jaxeval plan` when the task's data is not here (a missing folder, a hub id offline):
+        a jaxeval.plan.from_counts.PlannedTask built from the counts and prompt lengths the
+        benchmark itself defines, or None (the plan then reports the missing data as an error)."""
+        return None
 
     # -- the run ---------------------------------------------------------------------------------
     def run(self, ctx: RunContext, settings) -> tuple[dict, str]:

@@ -58,18 +58,23 @@ def _quiet_progress():
             os.environ["JAXEVAL_PROGRESS"] = old
 
 
-def count_tasks(args, tasks: list[str], model) -> dict:
+def count_tasks(args, tasks: list[str], model, estimated_from_counts: dict | None = None) -> dict:
     """Run every task's own Benchmark.run on the counting model -> task -> (recorder, n-samples);
-    settings that cannot change a number (output files) are left at their defaults."""
+    settings that cannot change a number (output files) are left at their defaults. A task whose
+    data is not here is counted from its benchmark's own counts (plan/from_counts.py), its note
+    put in estimated_from_counts."""
     import dataclasses
 
+    from jaxeval.errors import DataError
     from jaxeval.plan.counting import CountingJudge, Recorder
+    from jaxeval.plan.from_counts import missing_data_note, record_planned
     from jaxeval.tasks import each_task, run_context
 
     from jaxeval.generation import overriding
     from jaxeval.run.config import parse_gen_kwargs
 
     counted, gen_kwargs = {}, parse_gen_kwargs(getattr(args, "gen_kwargs", None))
+    estimated_from_counts = {} if estimated_from_counts is None else estimated_from_counts
     for task, benchmark, settings in each_task(args, tasks):
         unhashed = {f.name: f.default for f in dataclasses.fields(settings) if not f.metadata.get("hashed", True)}
         settings = dataclasses.replace(settings, **unhashed)
@@ -79,8 +84,17 @@ def count_tasks(args, tasks: list[str], model) -> dict:
             return None if judge is None else CountingJudge(judge, label, model.tokenizer, recorder)
 
         ctx = dataclasses.replace(run_context(args, task, model, None), judge_wrapper=wrap)
-        with _quiet_progress(), contextlib.redirect_stdout(sys.stderr), overriding(gen_kwargs):
-            result, _ = benchmark.run(ctx, settings)  # --gen_kwargs' budget counts, as in the run
+        try:
+            with _quiet_progress(), contextlib.redirect_stdout(sys.stderr), overriding(gen_kwargs):
+                result, _ = benchmark.run(ctx, settings)  # --gen_kwargs' budget counts, as in the run
+        except DataError as error:  # no data here: the benchmark's own counts, said so, or the error
+            planned = benchmark.planned_units(task, settings, model.tokenizer)
+            if planned is None:
+                raise
+            model.recorder = recorder = Recorder()
+            counted[task] = (recorder, record_planned(planned, model, args.limit, args.batch_size))
+            estimated_from_counts[task] = missing_data_note(task, error, planned)
+            continue
         summary = benchmark.summarize(task, result) or {}
         counted[task] = (recorder, summary.get("n-samples", {}))
     return counted
@@ -141,7 +155,8 @@ def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
     check_plan_arguments(args)
     model, gguf = counting_model(args)
     config = model.config
-    counted = count_tasks(args, tasks, model)
+    from_counts: dict[str, str] = {}
+    counted = count_tasks(args, tasks, model, from_counts)
     dtype, mesh, weights = memory_inputs(args, config, gguf)
     chips = math.prod(mesh.values())
     per_task, totals = estimate.tokens_section(config, counted)
@@ -158,7 +173,7 @@ def build_plan(args, tasks: list[str], loaded_model=None) -> dict:
         time_estimate = {"wall_time_s": None, "note": str(e)}
     items = {leaf: n.get("effective") for recorder, n_samples in counted.values() for leaf, n in n_samples.items()}
     hardware_out = {k: v for k, v in rates.items() if k not in ("config", "dtype", "chip_price")}
-    return {"model": str(args.model), "tokenizer_proxy": model.tokenizer_proxy,
+    return {"model": str(args.model), "tokenizer_proxy": model.tokenizer_proxy, "estimated_from_counts": from_counts,
             "dtype": dtype, "tasks": list(tasks), "limit": args.limit,
             "batch_size": args.batch_size, "items": items, "tokens": per_task, "totals": totals,
             "memory": memory, "hardware": hardware_out, "time": time_estimate,

@@ -91,11 +91,16 @@ class CountingModel:
 
         arrays, _ = check_generate_request(prompts, max_new_tokens, stop, temperature, top_p, seed, self.config,
                                            self.tokenizer)
-        for batch in generation_batches([a.size for a in arrays], max_new_tokens, batch_size):  # as the engine
-            lengths = tuple(int(arrays[i].size) for i in batch)
-            self.recorder.batches.append(GenerateBatch(lengths, int(max_new_tokens),
-                                                       length_bucket(max(lengths) + max_new_tokens - 1)))
+        record_generation(self.recorder, [int(a.size) for a in arrays], max_new_tokens, batch_size)
         return [Generation(tokens=[], text="", finish_reason="length") for _ in arrays]
+
+
+def record_generation(recorder: Recorder, prompt_lengths, max_new_tokens: int, batch_size: int) -> None:
+    """The engine batches of one generate call over prompts of these lengths (as the engine batches them)."""
+    for batch in generation_batches(list(prompt_lengths), max_new_tokens, batch_size):
+        lengths = tuple(int(prompt_lengths[i]) for i in batch)
+        recorder.batches.append(GenerateBatch(lengths, int(max_new_tokens),
+                                              length_bucket(max(lengths) + max_new_tokens - 1)))
 
 
 def _placeholder(positions, tokens) -> ReadResult:

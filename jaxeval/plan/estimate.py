@@ -159,6 +159,8 @@ def format_table(plan: dict) -> str:
              f"{'gen tok max':>11} {'TFLOPs':>10}"]
     if plan.get("tokenizer_proxy"):
         lines.insert(1, f"note: {plan['tokenizer_proxy']}")
+    for note in (plan.get("estimated_from_counts") or {}).values():
+        lines.insert(1, f"note: {note}")
     for task, bins in plan["tokens"].items():
         for label, r in bins.items():
             flops = r["flops_read"] + r["flops_prefill"] + r["flops_decode"]

@@ -122,6 +122,9 @@ def build_report(paths: Sequence[str | Path], out_dir: str | Path, benchmarks: M
                if value is not None}
     compared = _comparison_views(runs, reference_run, options, benchmarks)
     views, unknown = build_views(runs, benchmarks)
+    from jaxeval.report.spread import add_error_bars
+
+    add_error_bars(views, runs, benchmarks)
     views = compared + views
     out_dir = Path(out_dir)
     labels = [run.label for run in runs]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from jaxeval.errors import DataError
 from jaxeval.report.paired import LEVEL, RESAMPLES, SEED, Delta, Pairing, grouped_deltas, pair, paired_bootstrap
-from jaxeval.report.data import Run, Table
+from jaxeval.report.data import Run, Table, shown_location
 
 VOLATILE_CONFIG = ("output_path", "out", "log_samples", "config", "batch_size", "tasks", "limit")
 
@@ -123,15 +123,17 @@ def check_comparable(reference: Run, modified: Run, benchmarks: Mapping) -> tupl
     return shared, differences, only
 
 
-def _scores(run: Run, task: str, benchmark) -> tuple[list | None, list[dict] | None, str]:
+def task_sample_scores(run: Run, task: str, benchmark) -> tuple[list | None, list[dict] | None, str]:
+    """(the task's SampleScores or None, its --log_samples rows or None, where the scores came from)."""
     path = samples_path(run, task)
     samples = read_samples(path)
     section = run.sections.get(task)
     scores = benchmark.sample_scores(task, section if isinstance(section, dict) else None, samples)
     if scores is None:
-        where = "no per-sample scores in the results" + (f" and no {path}" if samples is None and path else "")
+        shown = shown_location(path) if path else None  # the page is shared: no local folders
+        where = "no per-sample scores in the results" + (f" and no {shown}" if samples is None and path else "")
         return None, samples, where
-    return scores, samples, "the results file" + (f" and {path}" if samples is not None else "")
+    return scores, samples, "the results file" + (f" and {shown_location(path)}" if samples is not None else "")
 
 
 def compare_task(task: str, reference: Run, modified: Run, benchmarks: Mapping, resamples: int = RESAMPLES,
@@ -139,8 +141,8 @@ def compare_task(task: str, reference: Run, modified: Run, benchmarks: Mapping, 
     benchmark = benchmarks.get(task)
     if benchmark is None:
         return TaskComparison(task, None, None, {}, {}, {}, ("", ""), [], "no benchmark of jaxeval runs this task")
-    ref_scores, ref_samples, ref_source = _scores(reference, task, benchmark)
-    mod_scores, mod_samples, mod_source = _scores(modified, task, benchmark)
+    ref_scores, ref_samples, ref_source = task_sample_scores(reference, task, benchmark)
+    mod_scores, mod_samples, mod_source = task_sample_scores(modified, task, benchmark)
     tables = benchmark.reference_tables(task, (reference.sections.get(task), ref_samples),
                                         (modified.sections.get(task), mod_samples))
     if ref_scores is None or mod_scores is None:

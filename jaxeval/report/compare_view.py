@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from jaxeval.report.compare import Comparison, TaskComparison
 from jaxeval.report.paired import Delta, method_text
-from jaxeval.report.data import BenchmarkView, Figure, Panel, Table, fmt, sort_lengths
+from jaxeval.report.data import BenchmarkView, Figure, Panel, Table, fmt, shown_location, sort_lengths
 
 LISTED_KEYS = 10  # keys of unpaired samples shown per side (all are counted)
 DELTA = "delta (modified - reference)"
@@ -90,15 +90,28 @@ def _figure(item: TaskComparison, labels: tuple[str, str], level: float) -> Figu
                   f"the delta (added to the reference mean on the bars)")
 
 
+def _shown_value(text: str) -> str:
+    """A setting's JSON value as the shared page shows it: a local path without its folders."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):
+        return text
+    return json.dumps(shown_location(value)) if isinstance(value, str) else text
+
+
 def comparison_views(comparison: Comparison) -> list[BenchmarkView]:
     labels = (comparison.reference.label, comparison.modified.label)
     method = method_text(comparison.resamples, comparison.seed, comparison.level)
     head = BenchmarkView("comparison")
     head.tables.append(Table("Modified against reference", ("run", "role", "file"), (
-        (labels[1], "modified", comparison.modified.path), (labels[0], "reference", comparison.reference.path))))
+        (labels[1], "modified", shown_location(comparison.modified.path)),
+        (labels[0], "reference", shown_location(comparison.reference.path)))))
     if comparison.differences:
         head.tables.append(Table("What differs between the runs", ("setting", "reference", "modified"),
-                                 tuple(comparison.differences)))
+                                 tuple((setting, _shown_value(ref), _shown_value(mod))
+                                       for setting, ref, mod in comparison.differences)))
     head.notes.append(f"method: {method}; samples are paired by their journal / sample key, a sample present or "
                       f"scored in one run only is counted, never paired")
     for side, tasks in comparison.only_in.items():

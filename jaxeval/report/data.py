@@ -100,6 +100,15 @@ def effective_length(points: dict[str, float | None], fraction: float = EFFECTIV
     return f"{kept} (below at {scored[scored.index(kept) + 1]})"
 
 
+def shown_location(location) -> str:
+    """A data or model location without the local folders above it (the page is shared; a hub id
+    such as THUDM/LongBench stays whole)."""
+    text = str(location)
+    if text.startswith("/") or text.startswith("~") or text.startswith("."):
+        return Path(text).name or text
+    return text
+
+
 def fmt(value, digits: int = 2) -> str:
     """A table cell: n/a for null, NaN as NaN, numbers to `digits` decimals."""
     if value is None:

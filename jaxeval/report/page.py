@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.report.data import BenchmarkView, Run, Table, fmt
+from jaxeval.report.data import BenchmarkView, Run, Table, fmt, shown_location
 
 STYLE = """
 body { font-family: sans-serif; margin: 24px; color: #222; max-width: 1500px; }
@@ -62,15 +62,6 @@ def _runs_table(runs: Sequence[Run]) -> Table:
     return Table("Runs", ("run", "file", "date", "git", "devices", "wall time (s)", "sections"), tuple(rows))
 
 
-def _shown(location) -> str:
-    """A data or model location without the local folders above it (the page is shared; a hub id
-    such as THUDM/LongBench stays whole)."""
-    text = str(location)
-    if text.startswith("/") or text.startswith("~") or text.startswith("."):
-        return Path(text).name or text
-    return text
-
-
 def _provenance_table(runs: Sequence[Run]) -> Table:
     """What each number rests on: the data (shipped sample or real, items scored), the model's size,
     dtype, quantization and KV cache, and the run's seed and --limit."""
@@ -85,10 +76,11 @@ def _provenance_table(runs: Sequence[Run]) -> Table:
             source = sources.get(task) if isinstance(sources.get(task), dict) else {}
             items = source.get("items") if isinstance(source.get("items"), dict) else {}
             data = ("shipped stand-in sample (not the benchmark; " + str(source.get("real_data", "")) + ")"
-                    if source.get("shipped_sample") else _shown(source["data"]) if source.get("data") else "-")
+                    if source.get("shipped_sample") else shown_location(source["data"]) if source.get("data") else "-")
             rows.append((run.label, task, data,
                          f"{items.get('effective', '?')} of {items.get('original', '?')}" if items else "-",
-                         _shown(model.get("path", "-")), f"{size / 2**20:,.1f} MiB" if isinstance(size, (int, float)) else "-",
+                         shown_location(model.get("path", "-")),
+                         f"{size / 2**20:,.1f} MiB" if isinstance(size, (int, float)) else "-",
                          str(model.get("dtype", "-")), str(model.get("quantization") or "none"),
                          str(model.get("kv_cache") or "exact"), str(config.get("seed", "-")),
                          str(config.get("limit") if config.get("limit") is not None else "all")))

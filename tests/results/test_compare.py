@@ -141,7 +141,7 @@ def test_report_with_a_reference_pairs_counts_and_draws_side_by_side(tmp_path, c
     assert groups[1][6:] == ["1", "0", "0"]
     assert [row[0] for row in groups[2:]] == ["qasper", "hotpotqa"] and groups[3][6] == "1"
     assert tables["What differs between the runs"][1:] == [["quantize", '"none"', '"int4"'],
-                                                            ["model.path", '"/models/tiny"', '"/models/tiny-int4"'],
+                                                            ["model.path", '"tiny"', '"tiny-int4"'],
                                                             ["model.fingerprint", '"tiny"', '"tiny-int4"']]
     assert tables["longbench: samples not paired (first 10 of each kind; all are counted above)"][1] == [
         "reference", "longbench/hotpotqa/test/5/id5/0"]

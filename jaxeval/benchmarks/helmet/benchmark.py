@@ -129,6 +129,13 @@ class Helmet(Benchmark):
     def summarize(self, task: str, result: dict) -> dict:
         return summary.summarize(task, result)
 
+    def planned_units(self, task: str, settings: HelmetSettings, tokenizer):
+        from jaxeval.benchmarks.helmet.planned import planned_units
+
+        agenticlu = task == "helmet_agenticlu"
+        reply = settings.judge_max_tokens or (AGENTICLU_JUDGE if agenticlu else HELMET_JUDGE)["max_tokens"]
+        return planned_units(settings, helmet_task_units(settings, agenticlu)[0], agenticlu, tokenizer, reply)
+
     def report_view(self, task: str):
         from jaxeval.benchmarks.helmet.report_view import helmet_view
 

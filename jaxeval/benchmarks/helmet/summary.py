@@ -83,3 +83,4 @@ def summarize(task: str, result: dict) -> dict:
     chat = sorted({dataset_key(u["dataset"]) for u in result["units"] if u["chat_template"]})
     summary["chat_template"] = f"chat template for {', '.join(chat)}; completion for the rest" if chat else "completion"
     return summary
+

@@ -112,6 +112,11 @@ class LongBench(Benchmark):
                                   "skipped_for": prompting["chat_template_skipped_for"]},
                 "deviations": []}
 
+    def planned_units(self, task: str, settings: LongBenchSettings, tokenizer):
+        from jaxeval.benchmarks.longbench.tasks import planned_units
+
+        return planned_units(settings.data, settings.datasets, task == "longbench_e")
+
     def report_view(self, task: str):
         from jaxeval.benchmarks.longbench.report_view import longbench_e_view, longbench_view
 

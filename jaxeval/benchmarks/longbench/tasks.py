@@ -108,3 +108,36 @@ def check_datasets(datasets, e: bool) -> tuple[str, ...]:
             raise ConfigError(f"unknown LongBench{'-E' if e else ''} dataset '{name}'{hint}; "
                             f"available: {', '.join(available)}")
     return chosen
+
+
+# The card gives lengths in words (English, code) and characters (Chinese); a plan without the
+# data turns them into tokens at these rates (Llama-family tokenizers; a proxy, said so).
+TOKENS_PER_LENGTH_UNIT = {"en": 1.3, "code": 1.3, "zh": 1.0}
+E_BUCKET_LENGTHS = {"0-4k": 2000, "4-8k": 6000, "8k+": 12000}  # a length in the bucket's middle (8k+: 12k)
+
+
+def planned_units(data: str | None, datasets: str | None, e: bool):
+    """LongBench without its data (`jaxeval plan`): the card's item counts per dataset (LongBench-E:
+    per length bucket) at the card's average length (LongBench-E: the bucket's middle), each item
+    generating the dataset's max_new_tokens. None when the data is here (or the shipped sample runs)."""
+    from pathlib import Path
+
+    from jaxeval.benchmarks.base import PlannedTask, PlannedUnit
+
+    if data is None or (data != HUB_ID and Path(data).exists()):
+        return None
+    chosen = check_datasets(datasets, e) if datasets else (E_DATASETS if e else DATASETS)
+    units = []
+    for name in chosen:
+        info, rate = _meta()["datasets"][name], TOKENS_PER_LENGTH_UNIT[TASKS[name].language]
+        task = "longbench_e" if e else "longbench"
+        if e:
+            units += [PlannedUnit(f"{task}/{name}/{bucket}", count, int(E_BUCKET_LENGTHS[bucket] * rate),
+                                  TASKS[name].max_new_tokens)
+                      for bucket, count in info["longbench_e_bucket_counts"].items()]
+        else:
+            units.append(PlannedUnit(f"{task}/{name}", info["n_samples"], int(info["avg_length_taskmd"] * rate),
+                                     TASKS[name].max_new_tokens))
+    return PlannedTask(tuple(units), "LongBench's card: items per dataset" + (" and length bucket" if e else "")
+                       + (", lengths at each bucket's middle" if e else ", lengths at its average")
+                       + " (words x 1.3 for English and code, characters x 1.0 for Chinese, as tokens)")
