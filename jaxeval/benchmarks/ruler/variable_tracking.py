@@ -16,7 +16,7 @@ ICL_LENGTH = 500
 class VariableTracking:
     def __init__(self, args: dict, template: str, tokens, max_seq_length: int, tokens_to_generate: int, seed: int):
         if args["type_haystack"] != "noise":
-            raise NotImplementedError("RULER's vt runs on the noise haystack only (synthetic.yaml)")
+            raise ValueError("RULER's vt runs on the noise haystack only (synthetic.yaml)")
         self.chains, self.hops = args["num_chains"], args["num_hops"]
         self.template, self.tokens, self.streams = template, tokens, Streams(seed)
         self.max_seq_length, self.tokens_to_generate = max_seq_length, tokens_to_generate
