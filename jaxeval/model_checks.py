@@ -43,13 +43,13 @@ def model_config(args):
     """The run's ModelConfig: config.json (or the GGUF file's metadata) with --model_args overrides."""
     from jaxeval.models.config import check_overrides
     from jaxeval.weights.loader import read_config, resolve_model_path
-    from jaxeval.weights.maxtext import maxtext_model_info
+    from jaxeval.weights.maxtext import maxtext_checkpoint_of
 
     overrides = getattr(args, "config_overrides", {}) or {}
     check_override_values(overrides)
-    maxtext = maxtext_model_info(args, overrides)  # a MaxText checkpoint: its config, no array read
+    maxtext = maxtext_checkpoint_of(args, overrides)  # a MaxText checkpoint: its config, no array read
     if maxtext:
-        return maxtext[0]
+        return maxtext.config
     return read_config(resolve_model_path(args.model), check_overrides(overrides, "load_model"))[2]
 
 

@@ -9,7 +9,6 @@ that fits) when one does not.
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 from jaxeval.aot import targets as tg

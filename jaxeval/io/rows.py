@@ -5,12 +5,11 @@ is not UTF-8 is a DataError naming it (and its line)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from jaxeval.errors import DataError
-from jaxeval.io.inputs import describe_decode_error, open_input, reading
+from jaxeval.io.inputs import describe_decode_error, open_input, parse_json, reading
 
 
 def read_parquet_rows(path: Path) -> Iterator[tuple[dict, str]]:
@@ -37,13 +36,7 @@ def read_jsonl_rows(lines: Iterable[str | bytes], where: str) -> Iterator[tuple[
                 raise DataError(describe_decode_error(where, error, line_number)) from None
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(f"{where}, line {line_number}: not valid JSON ({error.msg})") from None
-        except RecursionError:
-            raise DataError(f"{where}, line {line_number}: JSON nested too deeply to read") from None
-        yield row, f"{where}, line {line_number}"
+        yield parse_json(line, f"{where}, line {line_number}"), f"{where}, line {line_number}"
 
 
 def read_jsonl_file(path: Path | str) -> Iterator[tuple[Any, str]]:

@@ -107,13 +107,21 @@ def maxtext_fingerprint(ckpt: MaxTextCheckpoint, dtype: str, kv_cache: str | Non
     return h.hexdigest()[:16]
 
 
+def maxtext_checkpoint_of(args, overrides: dict | None = None):
+    """The MaxText checkpoint args.model names, opened with the run's --maxtext_config / --model_config (its
+    config and tree checked, no array read); None when args.model is no MaxText checkpoint."""
+    if not is_maxtext(args.model):
+        return None
+    return open_maxtext(args.model, getattr(args, "maxtext_config", None), getattr(args, "model_config", None),
+                        overrides)
+
+
 def maxtext_model_info(args, overrides: dict | None = None):
     """(ModelConfig, tokenizer) of args.model when it is a MaxText checkpoint, from the run's --maxtext_config /
     --model_config / --tokenizer (validate and plan check them without reading an array); None otherwise."""
-    if not is_maxtext(args.model):
+    ckpt = maxtext_checkpoint_of(args, overrides)
+    if ckpt is None:
         return None
-    ckpt = open_maxtext(args.model, getattr(args, "maxtext_config", None), getattr(args, "model_config", None),
-                        overrides)
     return ckpt.config, load_maxtext_tokenizer(ckpt.tokenizer, getattr(args, "tokenizer", None))
 
 
