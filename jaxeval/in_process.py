@@ -58,22 +58,22 @@ def evaluate(params, config, tokenizer, tasks="agent_bench", limit=None, *, step
     task_list = [tasks] if isinstance(tasks, str) else list(tasks)
     label = name if step is None else f"{name}-step{step}"
     with tempfile.TemporaryDirectory(prefix="jaxeval-live-") as scratch:
-        args = run_arguments(task_list, limit, label, output_path or scratch, flags, dtype=dtype,
-                             attention=attention, prefill_chunk=prefill_chunk, batch_size=batch_size, seed=seed)
-        check_run(args, task_list)
+        run_flags = live_run_flags(task_list, limit, label, output_path or scratch, flags, dtype=dtype,
+                                   attention=attention, prefill_chunk=prefill_chunk, batch_size=batch_size, seed=seed)
+        check_run(run_flags, task_list)
         module = build_module(config, params, dtype)
         model = Model(module=module, tokenizer=tokenizer, path=label, dtype=dtype,
                       fingerprint=live_fingerprint(config, dtype, step), attention=attention,
                       prefill_chunk=prefill_chunk, mesh=mesh)
-        _check_chat_template(args, task_list, has_chat_template(tokenizer))
-        recorded = recorded_config(args, task_list, run_tasks())
-        hash_ = config_hash(recorded, not_hashed_keys(args, task_list, run_tasks()))
+        _check_chat_template(run_flags, task_list, has_chat_template(tokenizer))
+        recorded = recorded_config(run_flags, task_list, run_tasks())
+        hash_ = config_hash(recorded, not_hashed_keys(run_flags, task_list, run_tasks()))
         shard = process_shard()
-        lock = _lock_run(args, run_name(label, task_list, hash_), shard)
+        lock = _lock_run(run_flags.run, run_name(label, task_list, hash_), shard)
         try:
-            journal = open_journal(args, model, task_list, hash_, run_name(label, task_list, hash_, model.fingerprint),
+            journal = open_journal(run_flags, model, task_list, hash_, run_name(label, task_list, hash_, model.fingerprint),
                                    shard)
-            results, _ = task_results(args, task_list, model, journal, recorded, hash_,
+            results, _ = task_results(run_flags, task_list, model, journal, recorded, hash_,
                                       run_name(label, task_list, hash_, model.fingerprint), t0, show_tables)
         finally:
             lock.release()
@@ -87,30 +87,18 @@ def evaluate(params, config, tokenizer, tasks="agent_bench", limit=None, *, step
         from jaxeval.run.config import results_path
 
         if is_writer():
-            write_json_atomic(results_path(args, results["run_name"]), results)
+            write_json_atomic(results_path(run_flags.run, results["run_name"]), results)
     return results
 
 
-def run_arguments(tasks: list[str], limit, model_label: str, output_path: str, flags: dict | None, **model_flags):
-    """The parsed `jaxeval run` namespace of these settings (every benchmark flag at its default unless
-    flags names it), so the tasks see exactly what the command line would give them."""
-    from jaxeval.cli import build_parser, _resolve_run
-    import argparse
+def live_run_flags(tasks: list[str], limit, model_label: str, output_path: str, flags: dict | None,
+                   **model_flags):
+    """The RunFlags of these settings, as `jaxeval run` would read them from its flags (every other flag,
+    each benchmark's settings among them, at its default unless flags names it)."""
+    from jaxeval.run_flags import run_flags_of
 
-    parser = build_parser()
-    run = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
-    argv = ["--tasks", ",".join(tasks), "--model", model_label, "--output_path", str(output_path)]
-    if limit is not None:
-        argv += ["--limit", str(limit)]
-    for key, value in {**model_flags, **(flags or {})}.items():
-        argv += [f"--{key}", str(value)]
-    try:
-        args = run.parse_args(argv)
-    except SystemExit:
-        raise ConfigError(f"evaluate: these settings are not valid `jaxeval run` flags: {' '.join(argv)}") from None
-    _resolve_run(args, run)
-    del args.parser
-    return args
+    return run_flags_of({"tasks": ",".join(tasks), "model": model_label, "output_path": str(output_path),
+                         "limit": limit, **model_flags, **(flags or {})})
 
 
 def live_fingerprint(config, dtype: str, step: int | None) -> str:

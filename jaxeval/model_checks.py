@@ -14,18 +14,19 @@ from __future__ import annotations
 import math
 
 from jaxeval.errors import ConfigError
+from jaxeval.options.flags import RunFlags
+from jaxeval.options.model import ModelOptions
 
 SEED_MAX = 2**32 - 1  # numpy's seed range (cli.cmd_run seeds numpy with --seed)
 
 
-def check_seed(args) -> None:
-    seed = getattr(args, "seed", 0)
+def check_seed(seed) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
         raise ConfigError(f"--seed must be an integer from 0 to {SEED_MAX}, got {seed!r}")
 
 
-def check_quant_group(args) -> None:
-    group = getattr(args, "quant_group", 128)
+def check_quant_group(model: ModelOptions) -> None:
+    group = model.quant_group
     if isinstance(group, bool) or not isinstance(group, int) or group < 1:
         raise ConfigError(f"--quant_group must be a positive integer (rows per int4 scale), got {group!r}")
 
@@ -39,27 +40,27 @@ def check_override_values(overrides: dict) -> None:
             raise ConfigError(f"--model_args: {key}={value!r} must be a positive integer")
 
 
-def model_config(args):
+def model_config(model: ModelOptions):
     """The run's ModelConfig: config.json (or the GGUF file's metadata) with --model_args overrides."""
     from jaxeval.models.config import check_overrides
     from jaxeval.weights.loader import read_config, resolve_model_path
     from jaxeval.weights.maxtext import maxtext_checkpoint_of
 
-    overrides = getattr(args, "config_overrides", {}) or {}
+    overrides = model.config_overrides or {}
     check_override_values(overrides)
-    maxtext = maxtext_checkpoint_of(args, overrides)  # a MaxText checkpoint: its config, no array read
+    maxtext = maxtext_checkpoint_of(model, overrides)  # a MaxText checkpoint: its config, no array read
     if maxtext:
         return maxtext.config
-    return read_config(resolve_model_path(args.model), check_overrides(overrides, "load_model"))[2]
+    return read_config(resolve_model_path(model.model), check_overrides(overrides, "load_model"))[2]
 
 
-def check_quantization(args, config) -> None:
+def check_quantization(model: ModelOptions, config) -> None:
     from jaxeval.models.param_layout import param_shapes
     from jaxeval.models.quant import check_quantizable, check_quantize, layer_matmuls
 
-    kind = getattr(args, "quantize", None)
+    kind = model.quantize
     try:
-        check_quantize(kind, getattr(args, "quant_group", 128))
+        check_quantize(kind, model.quant_group)
     except ConfigError as e:
         raise ConfigError(f"--quantize / --quant_group: {e}") from None
     if kind in (None, "", "none"):
@@ -67,7 +68,7 @@ def check_quantization(args, config) -> None:
     check_quantizable(config, f"--quantize {kind}")
     if kind != "int4":
         return
-    group, shapes = args.quant_group, param_shapes(config)
+    group, shapes = model.quant_group, param_shapes(config)
     for stack in ("layers", "linear_layers"):
         for name, in_shape, _ in layer_matmuls(shapes.get(stack, {}), stack):
             if math.prod(in_shape) % group:
@@ -75,9 +76,9 @@ def check_quantization(args, config) -> None:
                                   f"{stack}/{name}; choose an even divisor (e.g. 32, 64, 128)")
 
 
-def check_mesh(args, config) -> None:
+def check_mesh(model: ModelOptions, config) -> None:
     """--mesh against the devices here and the model (make_mesh and check_mesh_fits, as load_model)."""
-    spec = getattr(args, "mesh", None)
+    spec = model.mesh
     if spec is None:
         return
     from jaxeval.models.hybrid_layout import is_hybrid
@@ -87,17 +88,17 @@ def check_mesh(args, config) -> None:
     try:
         mesh = make_mesh(spec, num_heads=config.num_heads, num_kv_heads=config.num_kv_heads,
                          context_parallel=not is_hybrid(config))
-        check_mesh_fits(config, mesh, getattr(args, "prefill_chunk", None))
+        check_mesh_fits(config, mesh, model.prefill_chunk)
     except ConfigError as e:
         raise ConfigError(str(e) if "mesh" in str(e) else f"--mesh {spec}: {e}") from None
 
 
-def check_kv_tasks(args, tasks: list[str]) -> None:
+def check_kv_tasks(model: ModelOptions, tasks: list[str]) -> None:
     """SnapKV compresses a prompt before generating: a teacher-forced task has no such prompt."""
     from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.models.kv_policy import policy_of_flags
 
-    policy = policy_of_flags(args)
+    policy = policy_of_flags(model)
     if policy is not None and policy.kind == "snapkv":
         reading = [task for task in tasks if getattr(run_tasks().get(task), "teacher_forced", False)]
         if reading:
@@ -106,49 +107,50 @@ def check_kv_tasks(args, tasks: list[str]) -> None:
                               f"fp8 or streaming, or run {reading[0]} separately")
 
 
-def check_kv_policy(args, config) -> None:
+def check_kv_policy(model: ModelOptions, config) -> None:
     from jaxeval.models.kv_policy import check_supported, policy_of_flags
 
-    policy = policy_of_flags(args)
+    policy = policy_of_flags(model)
     if policy is not None:
-        check_supported(policy, config, getattr(args, "mesh", None), getattr(args, "attention", "chunked"))
+        check_supported(policy, config, model.mesh, model.attention)
 
 
-def check_generation_budget(args, config) -> None:
+def check_generation_budget(gen_kwargs_flag, config) -> None:
+    """--gen_kwargs' generation budget (the flag's text or mapping) against the model's context."""
     from jaxeval.run.config import parse_gen_kwargs
 
-    gen_kwargs = parse_gen_kwargs(getattr(args, "gen_kwargs", None))
+    gen_kwargs = parse_gen_kwargs(gen_kwargs_flag)
     budget = getattr(gen_kwargs, "max_new_tokens", None) if gen_kwargs is not None else None
     if budget is not None and budget >= config.context_limit:
         raise ConfigError(f"--gen_kwargs: max_gen_toks={budget} leaves no room for a prompt in the model's "
                           f"context of {config.context_limit} tokens ({config.context_source})")
 
 
-def check_run_flags(args, tasks: list[str]) -> None:
+def check_run_flags(flags: RunFlags, tasks: list[str]) -> None:
     """The checks that need no model: part of suite.check_run (run, validate and plan)."""
-    check_seed(args)
-    check_quant_group(args)
-    check_kv_tasks(args, tasks)
+    check_seed(flags.run.seed)
+    check_quant_group(flags.model)
+    check_kv_tasks(flags.model, tasks)
 
 
-def check_model_flags(args, devices: bool = True):
+def check_model_flags(model: ModelOptions, gen_kwargs=None, devices: bool = True):
     """Every check above against the model's config (cli._load makes them before load_model reads a
     weight; validate and plan make them too); the ModelConfig. devices False (plan, which may
-    estimate for other hardware): --attention and --mesh are not checked against the devices here."""
+    estimate for other hardware): --attention and --mesh are not checked against the devices here.
+    gen_kwargs: the run's --gen_kwargs, whose generation budget must leave room in the context."""
     from jaxeval.weights.loader import generation_eos_ids, resolve_model_path
 
-    config = model_config(args)
-    folder = resolve_model_path(args.model)
+    config = model_config(model)
+    folder = resolve_model_path(model.model)
     if folder.is_dir():
         generation_eos_ids(folder)  # generation_config.json: an object whose eos ids are token ids
-    check_quantization(args, config)
+    check_quantization(model, config)
     if devices:
         from jaxeval.weights.loader import default_dtype
         from jaxeval.models.attention import check_attention
 
-        dtype = getattr(args, "dtype", "auto")
-        check_attention(getattr(args, "attention", "chunked"), config, default_dtype() if dtype == "auto" else dtype)
-        check_mesh(args, config)
-    check_kv_policy(args, config)
-    check_generation_budget(args, config)
+        check_attention(model.attention, config, default_dtype() if model.dtype == "auto" else model.dtype)
+        check_mesh(model, config)
+    check_kv_policy(model, config)
+    check_generation_budget(gen_kwargs, config)
     return config

@@ -11,12 +11,13 @@ with --tensorboard DIR, the step's scores are written there as scalars at their 
 
 from __future__ import annotations
 
-import copy
 import sys
 import time
 from pathlib import Path
 
 from jaxeval.errors import ConfigError
+from jaxeval.options.flags import RunFlags
+from jaxeval.options.run import RunOptions
 from jaxeval.interrupt import Terminated, checkpoint, message
 from jaxeval.weights.steps import (check_run_folder, committed_steps, parse_steps, pending_steps, select_steps,
                                    step_model)
@@ -25,20 +26,21 @@ SERIES_FORMAT, SERIES_VERSION = "jaxeval-series", 1
 POLL_LIMITS = (0.1, 600.0)  # --watch_poll seconds, bounded both ways
 
 
-def check_series_flags(args) -> tuple[str, object]:
+def check_series_flags(options: RunOptions) -> tuple[str, object]:
     """--steps and the flags that go with it, checked before anything loads."""
-    kind, argument = parse_steps(args.steps)
-    if args.out:
+    kind, argument = parse_steps(options.steps)
+    if options.out:
         raise ConfigError("--out names one results file; with --steps each step writes its own under --output_path")
-    if not POLL_LIMITS[0] <= args.watch_poll <= POLL_LIMITS[1]:
+    if not POLL_LIMITS[0] <= options.watch_poll <= POLL_LIMITS[1]:
         raise ConfigError(f"--watch_poll must be between {POLL_LIMITS[0]:g} and {POLL_LIMITS[1]:g} seconds, "
-                          f"got {args.watch_poll:g}")
-    if args.watch_max_wait <= 0:
-        raise ConfigError(f"--watch_max_wait must be a positive number of seconds, got {args.watch_max_wait:g}")
+                          f"got {options.watch_poll:g}")
+    if options.watch_max_wait <= 0:
+        raise ConfigError(f"--watch_max_wait must be a positive number of seconds, got {options.watch_max_wait:g}")
     return kind, argument
 
 
-def run_series(args, tasks: list[str], load_model) -> int:
+def run_series(flags: RunFlags, tasks: list[str], load_model) -> int:
+    options = flags.run
     from jaxeval.engine.distributed import is_writer
     from jaxeval.benchmarks.registry import run_tasks
     from jaxeval.run.config import config_hash, not_hashed_keys, recorded_config, run_name
@@ -46,19 +48,19 @@ def run_series(args, tasks: list[str], load_model) -> int:
     from jaxeval.io.fs import join
     from jaxeval.suite import check_run, run_suite
 
-    kind, argument = check_series_flags(args)
-    run = check_run_folder(args.model)
-    check_run(args, tasks)
-    writer = tensorboard_writer(args.tensorboard) if args.tensorboard and is_writer() else None
-    config = recorded_config(args, tasks, run_tasks())
-    hash_ = config_hash(config, not_hashed_keys(args, tasks, run_tasks()))
+    kind, argument = check_series_flags(options)
+    run = check_run_folder(flags.model.model)
+    check_run(flags, tasks)
+    writer = tensorboard_writer(options.tensorboard) if options.tensorboard and is_writer() else None
+    config = recorded_config(flags, tasks, run_tasks())
+    hash_ = config_hash(config, not_hashed_keys(flags, tasks, run_tasks()))
     stem = run_name(str(run), tasks, hash_)
-    series_path = join(args.output_path, f"{stem}.series.json")
+    series_path = join(options.output_path, f"{stem}.series.json")
     series = load_series(series_path, run, tasks, hash_)
     last_news = time.monotonic()
-    if args.watch:
-        print(f"watching {run} for committed steps (a look every {args.watch_poll:g} s; stopping after "
-              f"{args.watch_max_wait:g} s without a new one, or on SIGTERM)", file=sys.stderr, flush=True)
+    if options.watch:
+        print(f"watching {run} for committed steps (a look every {options.watch_poll:g} s; stopping after "
+              f"{options.watch_max_wait:g} s without a new one, or on SIGTERM)", file=sys.stderr, flush=True)
     try:
         while True:
             available = committed_steps(run)
@@ -68,30 +70,29 @@ def run_series(args, tasks: list[str], load_model) -> int:
             for step in todo:
                 checkpoint()
                 print(f"step {step}: evaluating {step_model(available[step])}", file=sys.stderr)
-                step_args = copy.copy(args)
-                step_args.model = str(step_model(available[step]))
-                step_args.out = join(args.output_path, stem, f"step-{step}.json")
-                code = run_suite(step_args, tasks, load_model)
+                step_flags = flags.with_model(model=str(step_model(available[step])))
+                step_flags = step_flags.with_run(out=join(options.output_path, stem, f"step-{step}.json"))
+                code = run_suite(step_flags, tasks, load_model)
                 if code != 0:
                     return code
                 if is_writer():
-                    record_step(series, step, step_args.out)
+                    record_step(series, step, step_flags.run.out)
                     write_series(series_path, series)
-                    write_series_report(series, join(args.output_path, f"{stem}.series"))
+                    write_series_report(series, join(options.output_path, f"{stem}.series"))
                     if writer is not None:
                         write_scalars(writer, step, series["steps"][str(step)])
                 last_news = time.monotonic()
-            if not args.watch:
+            if not options.watch:
                 return _finish(series, kind, argument, available, run, series_path)
             if kind == "list" and all(str(s) in series["steps"] for s in argument):
                 print(f"every listed step is scored; series in {series_path}", file=sys.stderr)
                 return 0
             waited = time.monotonic() - last_news
-            if waited >= args.watch_max_wait:
-                print(f"no new committed step in {args.watch_max_wait:g} s; stopping (series in {series_path})",
+            if waited >= options.watch_max_wait:
+                print(f"no new committed step in {options.watch_max_wait:g} s; stopping (series in {series_path})",
                       file=sys.stderr)
                 return 0
-            _sleep(min(args.watch_poll, args.watch_max_wait - waited))
+            _sleep(min(options.watch_poll, options.watch_max_wait - waited))
     except Terminated as stop:
         print(message(stop.signum, f" while watching {run}; scored steps are in {series_path}; rerun the same "
                                    "command to go on"), file=sys.stderr)

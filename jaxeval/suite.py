@@ -17,10 +17,12 @@ from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.errors import ConfigError, JaxevalError
 from jaxeval.interrupt import Terminated, checkpoint, message, unwatch_journal, watch_journal
 from jaxeval.judges.chat import has_chat_template
+from jaxeval.options.flags import RunFlags
+from jaxeval.options.run import RunOptions
 from jaxeval.tasks import each_task, run_context
 
 
-def check_run(args, names: list[str], create_output: bool = True) -> None:
+def check_run(flags: RunFlags, names: list[str], create_output: bool = True) -> None:
     """Tasks known, every flag sane (the benchmarks' `check` hooks), the output path and the
     tasks' own output files writable, before anything is loaded; `validate` checks the same
     (create_output False: nothing made)."""
@@ -40,44 +42,44 @@ def check_run(args, names: list[str], create_output: bool = True) -> None:
     distributed_settings()  # the multi-host variables agree, before anything joins or loads
     from jaxeval.model_checks import check_run_flags
 
-    check_run_flags(args, names)  # --seed, --quant_group, --kv_cache against the tasks
+    check_run_flags(flags, names)  # --seed, --quant_group, --kv_cache against the tasks
 
-    source = f" (from {args.config})" if getattr(args, "config", None) else ""
+    run = flags.run
+    source = f" (from {run.config})" if run.config else ""
     try:
-        check_limit(getattr(args, "limit", None))
+        check_limit(run.limit)
     except ConfigError as e:
         raise ConfigError(f"{e}{source}") from None
     from jaxeval.plan.batch import auto_cap
 
-    auto = auto_cap(getattr(args, "batch_size", None)) is not None  # auto / auto:N: chosen when the run starts
-    for flag in ("prefill_chunk",) if auto else ("batch_size", "prefill_chunk"):
-        value = getattr(args, flag, None)
+    auto = auto_cap(run.batch_size) is not None  # auto / auto:N: chosen when the run starts
+    for flag, value in (("batch_size", run.batch_size), ("prefill_chunk", flags.model.prefill_chunk))[auto:]:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise ConfigError(f"--{flag} must be a positive integer, got {value!r}{source}")
-    check_judge_arguments(args)
+    check_judge_arguments(flags.extra)
     from jaxeval.run.config import parse_gen_kwargs
 
-    parse_gen_kwargs(getattr(args, "gen_kwargs", None))  # an unknown key or bad value: one line, before loading
+    parse_gen_kwargs(run.gen_kwargs)  # an unknown key or bad value: one line, before loading
     from jaxeval.models.kv_policy import policy_of_flags
 
-    policy_of_flags(args)  # --kv_cache and its settings, before anything loads
-    check_plan_arguments(args)
-    for task, benchmark, settings in each_task(args, names):  # each benchmark's own settings, as its run checks them
-        benchmark.check(task, settings, run_context(args, task))
+    policy_of_flags(flags.model)  # --kv_cache and its settings, before anything loads
+    check_plan_arguments(flags.extra)
+    for task, benchmark, settings in each_task(flags, names):  # each benchmark's own settings, as its run checks them
+        benchmark.check(task, settings, run_context(flags, task))
         for path in benchmark.output_files(task, settings):
             check_output_file(path, what=f"{task}'s output file", create=create_output)
-    if args.out:
-        check_output_file(args.out, create=create_output, inputs=(getattr(args, "reference", None),))
-    check_output_folder(output_folder(args), what="--output_path" if not args.out else "--out's folder",
+    if run.out:
+        check_output_file(run.out, create=create_output, inputs=(flags.flag("reference"),))
+    check_output_folder(output_folder(run), what="--output_path" if not run.out else "--out's folder",
                         create=create_output)
     from jaxeval.report.run_reference import check_reference
 
-    check_reference(args, names, run_tasks())  # --reference: readable and comparable, before anything loads
+    check_reference(flags, names, run_tasks())  # --reference: readable and comparable, before anything loads
 
 
-def _check_chat_template(args, tasks: list[str], has_template: bool) -> None:
-    for task, benchmark, settings in each_task(args, tasks):
-        benchmark.check_chat_template(task, settings, has_template, str(args.model))
+def _check_chat_template(flags: RunFlags, tasks: list[str], has_template: bool) -> None:
+    for task, benchmark, settings in each_task(flags, tasks):
+        benchmark.check_chat_template(task, settings, has_template, str(flags.model.model))
 
 
 def split_between_hosts(setting: str, model) -> bool:
@@ -90,16 +92,16 @@ def split_between_hosts(setting: str, model) -> bool:
     return devices is None or len({d.process_index for d in devices.flat}) <= 1
 
 
-def open_journal(args, model, tasks: list[str], hash_: str, name: str, shard: tuple[int, int]):
+def open_journal(flags: RunFlags, model, tasks: list[str], hash_: str, name: str, shard: tuple[int, int]):
     from jaxeval.fingerprint import identity_parts
     from jaxeval.run.journal import Journal
     from jaxeval.run.config import journal_path
 
     # one journal file per process: nothing ever appends to a shared file
     identity = {"model": identity_parts(model), "config_hash": hash_, "tasks": tasks, "process": list(shard)}
-    _continue_old_journal(args, model, tasks, hash_, journal_path(args, name, shard), identity, shard)
-    journal = Journal(journal_path(args, name, shard), identity, recover=args.journal_mode == "recover",
-                      shard=shard if split_between_hosts(args.host_split, model) else (0, 1))
+    _continue_old_journal(flags, model, tasks, hash_, journal_path(flags.run, name, shard), identity, shard)
+    journal = Journal(journal_path(flags.run, name, shard), identity, recover=flags.run.journal_mode == "recover",
+                      shard=shard if split_between_hosts(flags.run.host_split, model) else (0, 1))
     for note in journal.notes:
         print(note, file=sys.stderr)
     if journal.resumed:
@@ -107,22 +109,22 @@ def open_journal(args, model, tasks: list[str], hash_: str, name: str, shard: tu
     return journal
 
 
-def _continue_old_journal(args, model, tasks: list[str], hash_: str, path: str, identity: dict,
+def _continue_old_journal(flags: RunFlags, model, tasks: list[str], hash_: str, path: str, identity: dict,
                           shard: tuple[int, int]) -> None:
     """A journal this run left under the previous run-name layout continues under the new name."""
     from jaxeval.run.legacy_journal import continue_old_journal, old_config_hash
     from jaxeval.run.config import journal_path, run_name
 
-    old_hash = old_config_hash(args, tasks)
+    old_hash = old_config_hash(flags.values(), tasks)
     if old_hash is None or old_hash == hash_:
         return
-    old_path = journal_path(args, run_name(args.model, tasks, old_hash, model.fingerprint), shard)
+    old_path = journal_path(flags.run, run_name(flags.model.model, tasks, old_hash, model.fingerprint), shard)
     note = continue_old_journal(old_path, dict(identity, config_hash=old_hash), path, identity)
     if note:
         print(note, file=sys.stderr)
 
 
-def _lock_run(args, stem: str, shard: tuple[int, int]):
+def _lock_run(run: RunOptions, stem: str, shard: tuple[int, int]):
     """The run's lock (RunLockedError when another process has it); the temp files its
     interrupted writes left behind removed (process 0 writes results and samples, each process
     its own journal)."""
@@ -131,54 +133,56 @@ def _lock_run(args, stem: str, shard: tuple[int, int]):
     from jaxeval.run.lock import RunLock, remove_temp_files
     from jaxeval.run.config import output_folder, shard_suffix
 
-    folder, suffix = output_folder(args), shard_suffix(shard)
+    folder, suffix = output_folder(run), shard_suffix(shard)
     lock = RunLock(folder, stem + suffix).acquire()
     patterns = [(folder, f".{stem}*{suffix}.journal.jsonl.*.tmp")]
     if shard[0] == 0:
         patterns += [(folder, f".{stem}*.json.*.tmp"), (folder, f".{stem}*.samples_*.jsonl.*.tmp")]
-        if args.out:
-            patterns.append((str(Path(args.out).parent), f".{Path(args.out).name}.*.tmp"))
+        if run.out:
+            patterns.append((str(Path(run.out).parent), f".{Path(run.out).name}.*.tmp"))
     removed = remove_temp_files(patterns)
     for note in lock.notes + ([f"removed {removed} temp file(s) of interrupted writes"] if removed else []):
         print(note, file=sys.stderr)
     return lock
 
 
-def run_suite(args, tasks: list[str], load_model) -> int:
+def run_suite(flags: RunFlags, tasks: list[str], load_model) -> int:
+    """load_model: ModelOptions, the run's --gen_kwargs -> the loaded Model (cli._load)."""
     from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.run.multihost import process_shard
     from jaxeval.run.config import config_hash, not_hashed_keys, recorded_config, run_name
 
-    check_run(args, tasks)
+    check_run(flags, tasks)
     t0 = time.perf_counter()
     from jaxeval.plan.batch import resolve_batch_size
 
-    config = recorded_config(args, tasks, run_tasks())  # batch_size as asked (auto); the choice beside it
-    auto_batch = resolve_batch_size(args, tasks)
+    config = recorded_config(flags, tasks, run_tasks())  # batch_size as asked (auto); the choice beside it
+    hashed_out = not_hashed_keys(flags, tasks, run_tasks())
+    flags, auto_batch = resolve_batch_size(flags, tasks)
     if auto_batch is not None:
         config["batch_size_auto"] = auto_batch
-    hash_ = config_hash(config, not_hashed_keys(args, tasks, run_tasks()))
-    stem = run_name(args.model, tasks, hash_)
+    hash_ = config_hash(config, hashed_out)
+    stem = run_name(flags.model.model, tasks, hash_)
     initialize_distributed()  # multi-host: the process index names this process's lock and journal
     shard = process_shard()
-    lock = _lock_run(args, stem, shard)
+    lock = _lock_run(flags.run, stem, shard)
     journal = None
     try:
         checkpoint()
-        calibrate_on_model = getattr(args, "calibrate", "auto") == "model"
-        plan = None if calibrate_on_model else plan_estimate(args, tasks)  # config and tokenizer only
-        model = load_model(args)
-        plan = plan_estimate(args, tasks, model) if calibrate_on_model else plan
+        calibrate_on_model = flags.flag("calibrate", "auto") == "model"
+        plan = None if calibrate_on_model else plan_estimate(flags, tasks)  # config and tokenizer only
+        model = load_model(flags.model, flags.run.gen_kwargs)
+        plan = plan_estimate(flags, tasks, model) if calibrate_on_model else plan
         checkpoint()
         from jaxeval.generation import check_chat_template
 
         check_chat_template(model.tokenizer)
-        _check_chat_template(args, tasks, has_chat_template(model.tokenizer))
-        name = run_name(args.model, tasks, hash_, model.fingerprint)
-        _check_results_path(args, name)
-        journal = open_journal(args, model, tasks, hash_, name, shard)
+        _check_chat_template(flags, tasks, has_chat_template(model.tokenizer))
+        name = run_name(flags.model.model, tasks, hash_, model.fingerprint)
+        _check_results_path(flags, name)
+        journal = open_journal(flags, model, tasks, hash_, name, shard)
         watch_journal(journal)
-        return _run_tasks(args, tasks, model, journal, config, hash_, name, t0, plan)
+        return _run_tasks(flags, tasks, model, journal, config, hash_, name, t0, plan)
     except Terminated as stop:
         where = (f"; journal flushed to {journal.path}; rerun the same command to resume" if journal is not None
                  else " before its first sample")
@@ -193,16 +197,16 @@ def run_suite(args, tasks: list[str], load_model) -> int:
         lock.release()
 
 
-def _check_results_path(args, name: str) -> None:
+def _check_results_path(flags: RunFlags, name: str) -> None:
     """The results file this run will write is no journal and not its --reference (the run's
     name, and so the default path, is known only once the model is loaded)."""
     from jaxeval.io.outputs import check_output_file
     from jaxeval.run.config import results_path
 
-    check_output_file(results_path(args, name), what="the results file", inputs=(getattr(args, "reference", None),))
+    check_output_file(results_path(flags.run, name), what="the results file", inputs=(flags.flag("reference"),))
 
 
-def plan_estimate(args, tasks: list[str], model=None) -> dict:
+def plan_estimate(flags: RunFlags, tasks: list[str], model=None) -> dict:
     """`jaxeval plan`'s numbers for this run (jaxeval/plan/), or the reason there are none."""
     from jaxeval.plan.command import build_plan, estimated
 
@@ -211,8 +215,8 @@ def plan_estimate(args, tasks: list[str], model=None) -> dict:
     started = time.perf_counter()
     try:
         if model is None:  # flags the config refuses are the load's one line to say, not the plan's traceback
-            check_model_flags(args, devices=False)
-        plan = {"estimated": estimated(build_plan(args, tasks, model))}
+            check_model_flags(flags.model, flags.run.gen_kwargs, devices=False)
+        plan = {"estimated": estimated(build_plan(flags, tasks, model))}
     except JaxevalError as e:
         plan = {"estimated": None, "error": str(e)}
     return plan | {"seconds": round(time.perf_counter() - started, 3)}
@@ -251,12 +255,12 @@ def _with_measured(plan: dict, results: dict) -> dict:
     return {**plan, "measured": measured, "ratio_estimated_to_measured": ratio}
 
 
-def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float,
+def _run_tasks(flags: RunFlags, tasks, model, journal, config: dict, hash_: str, name: str, t0: float,
                plan: dict | None = None) -> int:
     from jaxeval.engine.distributed import is_writer
     from jaxeval.judges.options import JUDGE_FAILURE_EXIT, judge_failure
 
-    results, samples = task_results(args, tasks, model, journal, config, hash_, name, t0)
+    results, samples = task_results(flags, tasks, model, journal, config, hash_, name, t0)
     if plan is not None:
         results["plan"] = _with_measured(plan, results)
     from jaxeval.embedded import EMBEDDED_MODEL
@@ -265,19 +269,19 @@ def _run_tasks(args, tasks, model, journal, config: dict, hash_: str, name: str,
         print(f"NOTE: the model is jaxeval's embedded test model ({EMBEDDED_MODEL.name}, a few MB): its scores show "
               "that the pipeline runs, not what an LLM scores; give --model PATH_OR_HUB_ID")
     if is_writer():
-        write_outputs(args, name, results, samples)
+        write_outputs(flags.run, name, results, samples)
         from jaxeval.report.run_reference import report_against_reference
         from jaxeval.run.config import results_path
 
-        report_against_reference(args, name, results_path(args, name), run_tasks())
-    failure = judge_failure(results["details"], args.judge_max_failures)
+        report_against_reference(flags, name, results_path(flags.run, name), run_tasks())
+    failure = judge_failure(results["details"], flags.flag("judge_max_failures", 0.0))
     if failure:
         print(f"jaxeval: error: {failure}", file=sys.stderr)
         return JUDGE_FAILURE_EXIT
     return 0
 
 
-def task_results(args, tasks, model, journal, config: dict, hash_: str, name: str, t0: float,
+def task_results(flags: RunFlags, tasks, model, journal, config: dict, hash_: str, name: str, t0: float,
                  show_tables: bool = True) -> tuple[dict, dict]:
     """Run each task on the model -> (the results dict a run writes, {task: its --log_samples rows});
     shared by `jaxeval run` and the in-process jaxeval.evaluate (jaxeval/in_process.py)."""
@@ -286,12 +290,12 @@ def task_results(args, tasks, model, journal, config: dict, hash_: str, name: st
     from jaxeval.run.schema import add_task, empty_results, finish_results
 
     results, samples, task_seconds = empty_results(), {}, {}
-    gen_kwargs = parse_gen_kwargs(getattr(args, "gen_kwargs", None))
-    for task, benchmark, settings in each_task(args, tasks):
+    gen_kwargs = parse_gen_kwargs(flags.run.gen_kwargs)
+    for task, benchmark, settings in each_task(flags, tasks):
         checkpoint()
         started = time.perf_counter()
         with overriding(gen_kwargs) as overridden:  # --gen_kwargs in every generation of the task
-            result, table = benchmark.run(run_context(args, task, model, journal), settings)
+            result, table = benchmark.run(run_context(flags, task, model, journal), settings)
         journal.flush()
         task_seconds[task] = round(time.perf_counter() - started, 3)
         samples[task] = result.pop("sample_log", None)
@@ -325,25 +329,25 @@ def _record_data_source(results: dict, task: str, benchmark, settings) -> None:
               f"these numbers are not {task} scores. For the real set: {source.get('real_data', 'its --*_data flag')}")
 
 
-def write_outputs(args, name: str, results: dict, samples: dict) -> None:
+def write_outputs(run: RunOptions, name: str, results: dict, samples: dict) -> None:
     """The results JSON and (--log_samples) one samples JSONL per task, each written atomically."""
     from jaxeval.io.json_files import write_json_atomic
     from jaxeval.run.config import output_folder, results_path
     from jaxeval.run.schema import dumps_samples
     from jaxeval.io.fs import join, write_text_atomic
 
-    print(f"wrote {write_json_atomic(results_path(args, name), results)}")
-    if not (args.log_samples or getattr(args, "log_samples_prompts", False)):
+    print(f"wrote {write_json_atomic(results_path(run, name), results)}")
+    if not (run.log_samples or run.log_samples_prompts):
         return
     for task, task_samples in samples.items():
         if task_samples is None:
             print(f"{task}: its runner returns no per-sample log", file=sys.stderr)
             continue
-        path = join(output_folder(args), f"{name}.samples_{task}.jsonl")
+        path = join(output_folder(run), f"{name}.samples_{task}.jsonl")
         print(f"wrote {write_text_atomic(path, dumps_samples(task, task_samples))}")
 
 
-def validate_suite(args, tasks: list[str]) -> int:
+def validate_suite(flags: RunFlags, tasks: list[str]) -> int:
     """Check what a run needs before it starts: every flag, the output path, the model's config
     and tokenizer (loaded, its chat template as the tasks need it), every record."""
     from jaxeval.weights.loader import load_tokenizer_from, resolve_model_path
@@ -351,30 +355,31 @@ def validate_suite(args, tasks: list[str]) -> int:
     from jaxeval.io.inputs import check_model_folder
     from jaxeval.model_checks import check_model_flags
 
-    check_run(args, tasks, create_output=False)
-    maxtext = maxtext_model_info(args, getattr(args, "config_overrides", None))  # a MaxText checkpoint's config
+    check_run(flags, tasks, create_output=False)
+    model, gen_kwargs = flags.model, flags.run.gen_kwargs
+    maxtext = maxtext_model_info(model)  # a MaxText checkpoint's config
     if maxtext:
         config, tokenizer = maxtext
-        check_model_flags(args)
-        print(f"model {args.model}: MaxText checkpoint and config valid ({config.model_type}), and the run's model "
+        check_model_flags(model, gen_kwargs)
+        print(f"model {model.model}: MaxText checkpoint and config valid ({config.model_type}), and the run's model "
               "flags with it")
     else:
-        folder = resolve_model_path(args.model)  # a URL is copied to the local cache first
+        folder = resolve_model_path(model.model)  # a URL is copied to the local cache first
         check_model_folder(folder)
-        config = check_model_flags(args)  # the run's own checks: overrides, quantization, mesh, KV, budget
-        print(f"model {args.model}: config.json valid ({config.model_type}), and the run's model flags with it")
+        config = check_model_flags(model, gen_kwargs)  # the run's own checks: overrides, quantization, mesh, KV, budget
+        print(f"model {model.model}: config.json valid ({config.model_type}), and the run's model flags with it")
         tokenizer = load_tokenizer_from(folder)
     if tokenizer is None:
-        raise ConfigError(f"{args.model}: no tokenizer (tokenizer.json, tokenizer.model or vocab.json); "
+        raise ConfigError(f"{model.model}: no tokenizer (tokenizer.json, tokenizer.model or vocab.json); "
                           f"the benchmarks need one")
-    print(f"model {args.model}: tokenizer present and loads")
+    print(f"model {model.model}: tokenizer present and loads")
     from jaxeval.generation import check_chat_template
 
     check_chat_template(tokenizer)
     has_template = has_chat_template(tokenizer)
-    _check_chat_template(args, tasks, has_template)
-    print(f"model {args.model}: {'chat template present' if has_template else 'no chat template (none needed)'}")
-    for task, benchmark, settings in each_task(args, tasks):
+    _check_chat_template(flags, tasks, has_template)
+    print(f"model {model.model}: {'chat template present' if has_template else 'no chat template (none needed)'}")
+    for task, benchmark, settings in each_task(flags, tasks):
         for line in benchmark.validate(task, settings):
             print(line)
     print("valid")

@@ -34,6 +34,7 @@ FLOORS = (
     ("errors", "progress", "interrupt", "secrets", "io", "embedded"),
     ("metrics", "fingerprint"),
     ("models",),
+    ("options",),  # the flag machinery, ModelOptions (its KV policy read by models.kv_policy), RunOptions, RunFlags
     ("weights",),
     ("engine",),
     ("generation",),
@@ -44,9 +45,10 @@ FLOORS = (
     ("benchmarks", "serve", "curve"),
     ("tasks", "model_checks"),
     ("plan",),
-    ("bench", "suite", "series", "aot"),
+    # run_flags: the flags of run / validate / plan; in_process (jaxeval.evaluate): a run's RunFlags on live
+    # parameters, built without the CLI
+    ("bench", "suite", "series", "aot", "run_flags", "in_process"),
     ("cli",),
-    ("in_process",),  # jaxeval.evaluate: a run's flags parsed by the CLI's parser, on live parameters
     ("__init__",),  # the package's face: load_model, Model, evaluate, re-exported lazily
 )
 

@@ -18,8 +18,11 @@ from jaxeval.plan.flops import read_flops
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default="llama-57m",
-                   help=f"a HF safetensors folder, or a named shape with random weights ({', '.join(SHAPES)})")
+    from jaxeval.options.model import ModelOptions
+    from jaxeval.options.settings import add_flags
+
+    add_flags(p, ModelOptions, names=("model",), defaults={"model": "llama-57m"},
+              helps={"model": f"a HF safetensors folder, or a named shape with random weights ({', '.join(SHAPES)})"})
     p.add_argument("--lengths", default=None,
                    help="comma-separated read lengths (8k, 32k, 4096, ...); default: the shape's (llama-57m: 8k,32k), "
                         "8k for a folder")
@@ -32,10 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rules_repeats", type=int, default=1, help="rules: timed passes per variant after the first")
     p.add_argument("--transformers", choices=("auto", "off"), default="auto",
                    help="auto: compare with transformers' PyTorch models when torch is installed")
-    p.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto",
-                   help="auto: the folder's torch_dtype (named shapes: float32, llama-8b bfloat16)")
-    p.add_argument("--attention", choices=("chunked", "xla", "splash", "cudnn"), default="chunked")
-    p.add_argument("--prefill_chunk", type=int, default=2048)
+    add_flags(p, ModelOptions, names=("dtype", "attention", "prefill_chunk"),  # the model flags bench times with
+              helps={"dtype": "auto: the folder's torch_dtype (named shapes: float32, llama-8b bfloat16)"})
     p.add_argument("--matmul_n", type=int, default=2048, help="side of the float32 matmul that calibrates the peak")
     p.add_argument("--estimate", action="store_true",
                    help="no measurement: the analytic read time of --lengths on each named accelerator (v5e, v5p, "

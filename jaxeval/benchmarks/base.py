@@ -28,18 +28,7 @@ from typing import Callable, Sequence
 
 from jaxeval.benchmarks import settings as settings_fields
 from jaxeval.errors import ConfigError
-
-
-def parse_limit(text) -> int | float:
-    """--limit as lm-eval reads it: an integer (the first N items) or a fraction 0 < f < 1."""
-    value = str(text).strip()
-    try:
-        return int(value)
-    except ValueError:
-        try:
-            return float(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer or a fraction, got {text!r}") from None
+from jaxeval.options.run import parse_limit  # noqa: F401  (its home before RunOptions)
 
 
 def check_limit(limit, what: str = "--limit") -> None:

@@ -53,6 +53,8 @@ def reference_namespace(args) -> argparse.Namespace:
 
 
 def cmd_curve(args, load) -> int:
+    from jaxeval.options.model import ModelOptions
+
     from jaxeval.curve.positions import bucket_stats, overall, read_positions
     from jaxeval.curve.text import check_length, resolve_text, text_ids
     from jaxeval.generation import require_tokenizer
@@ -67,12 +69,12 @@ def cmd_curve(args, load) -> int:
     check_length(args.length)
     check_output_folder(args.out, "--out")
     text, source = resolve_text(args.text, args.ruler_essay)  # a bad file fails before any model loads
-    model = load(args)
+    model = load(ModelOptions.of(args))
     ids = text_ids(source["path"] or args.text, text, require_tokenizer(model, "jaxeval curve"), args.length,
                    model.max_length)
     reference = None
     if args.reference:
-        reference = load(reference_namespace(args))
+        reference = load(ModelOptions.of(reference_namespace(args)))
     values = read_positions(model, ids, reference)
     width = -(-len(ids) // args.buckets)
     result = {"model": str(args.model), "reference": args.reference, "reference_args": args.reference_args or None, "text": str(args.text),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Mapping
 from typing import Iterable
 
 from jaxeval.errors import ConfigError
@@ -20,9 +21,12 @@ JUDGE_FAILURE_EXIT = 3
 DEFAULTS = {"judge_timeout": 60.0, "judge_retries": 3, "judge_max_failures": 0.0}
 
 
-def _flag(args, name: str):
-    """A judge flag's value; its default for namespaces built without these flags (library callers)."""
-    return getattr(args, name, DEFAULTS[name])
+def _flag(values, name: str):
+    """A judge flag's value, from a run's flags by dest (jaxeval.options.flags.RunFlags.extra) or a score
+    command's own parsed flags; its default where they are not declared (library callers)."""
+    if isinstance(values, Mapping):
+        return values.get(name, DEFAULTS[name])
+    return getattr(values, name, DEFAULTS[name])
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +39,8 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
                              "run exits with status 3 (after writing its results); default 0")
 
 
-def check_judge_arguments(args) -> None:
-    timeout, retries, fraction = (_flag(args, name) for name in DEFAULTS)
+def check_judge_arguments(values) -> None:
+    timeout, retries, fraction = (_flag(values, name) for name in DEFAULTS)
     if not timeout > 0:
         raise ConfigError(f"--judge_timeout must be > 0 seconds, got {timeout}")
     if retries < 0:
@@ -45,9 +49,9 @@ def check_judge_arguments(args) -> None:
         raise ConfigError(f"--judge_max_failures is a fraction in [0, 1], got {fraction}")
 
 
-def http_options(args) -> dict:
+def http_options(values) -> dict:
     """make_judge options of an HTTP judge from the flags."""
-    return {"timeout": _flag(args, "judge_timeout"), "retries": _flag(args, "judge_retries")}
+    return {"timeout": _flag(values, "judge_timeout"), "retries": _flag(values, "judge_retries")}
 
 
 def count_judgements(summaries: Iterable[dict | None]) -> dict:

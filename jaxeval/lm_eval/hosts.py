@@ -124,12 +124,13 @@ class EngineCalls:
 
 
 def load_for_lm_eval(load: dict):
-    """The jaxeval Model described by JaxevalLM's load settings (every process of a run loads alike)."""
+    """The jaxeval Model described by JaxevalLM's load settings (every process of a run loads alike):
+    "options", the fields of a jaxeval.options.model.ModelOptions, and "tokenizer", another folder's."""
     from jaxeval.api import load_model
+    from jaxeval.options.model import ModelOptions
 
-    settings = dict(load)
-    tokenizer = settings.pop("tokenizer", None)
-    model = load_model(settings.pop("pretrained"), **settings.pop("overrides", {}), **settings)
+    options, tokenizer = ModelOptions.of(load["options"]), load.get("tokenizer")
+    model = load_model(options.model, **options.load_arguments())
     if tokenizer is not None:
         from transformers import AutoTokenizer
 

@@ -27,11 +27,17 @@ from jaxeval.lm_eval.hosts import EngineCalls, broadcast, load_for_lm_eval, open
 from jaxeval.lm_eval.requests import gen_settings, generation_text, has_bos_prefix, plan_reads, score_window
 from jaxeval.errors import ConfigError
 from jaxeval.models.config import CONFIG_OVERRIDES, override_value
+from jaxeval.options.model import ModelOptions
+from jaxeval.options.settings import names_of, record_of
 
 DEFAULT_MAX_GEN_TOKS = 256  # HFLM.max_gen_toks
 AUTO_BATCH_SIZE = 8  # batch_size=auto: rows per decode batch (the engine has no memory probe)
 READS_PER_CALL = 512  # engine reads per call (sorted, so shared prefixes stay within one call)
 IGNORED_ARGS = ("device", "max_batch_size", "trust_remote_code")  # lm-eval passes these to every model
+# jaxeval run's model flags taken as model_args beside the named ones (quantize, kv_cache, mapping, ...; tokenizer
+# here is another folder's, loaded as HFLM does)
+MODEL_FLAGS = frozenset(names_of(ModelOptions) - {"model", "dtype", "attention", "prefill_chunk", "mesh", "tokenizer",
+                                                  "config_overrides"})
 
 
 class ModelArgsError(ConfigError, ValueError):
@@ -77,8 +83,8 @@ class JaxevalLM(TemplateLM):
 
     backend = "causal"
 
-    def __init__(self, pretrained=None, dtype: str = "auto", attention: str = "chunked", prefill_chunk: int = 2048,
-                 mesh: str | None = None, batch_size=1, max_length: int | None = None, tokenizer: str | None = None,
+    def __init__(self, pretrained=None, dtype: str = ModelOptions.dtype, attention: str = ModelOptions.attention,
+                 prefill_chunk: int = ModelOptions.prefill_chunk, mesh: str | None = ModelOptions.mesh, batch_size=1, max_length: int | None = None, tokenizer: str | None = None,
                  add_bos_token: bool | None = None, prefix_token_id: int | None = None, seed: int = 0,
                  host_split: str = "auto", chat_template_args: dict | None = None, enable_thinking: bool | None = None,
                  **kwargs):
@@ -90,9 +96,11 @@ class JaxevalLM(TemplateLM):
             kwargs.pop(key, None)
         overrides = {key: override_value(key, kwargs.pop(key), "jaxeval model_args")
                      for key in list(kwargs) if key in CONFIG_OVERRIDES}
+        model_flags = {key: kwargs.pop(key) for key in list(kwargs) if key in MODEL_FLAGS}  # quantize, kv_cache, ...
         if kwargs:
-            raise ModelArgsError(f"jaxeval model_args: unknown {', '.join(sorted(kwargs))}; known: pretrained, dtype, "
-                             "attention, prefill_chunk, mesh, batch_size, max_length, tokenizer, add_bos_token, "
+            raise ModelArgsError(f"jaxeval model_args: unknown {', '.join(sorted(kwargs))}; known: pretrained, "
+                             f"{', '.join(sorted(MODEL_FLAGS | {'dtype', 'attention', 'prefill_chunk', 'mesh'}))} "
+                             "(the model flags of `jaxeval run`), batch_size, max_length, tokenizer, add_bos_token, "
                              "prefix_token_id, seed, host_split, chat_template_args, enable_thinking and the "
                              f"config.json fields {', '.join(CONFIG_OVERRIDES)}")
         if pretrained is None:
@@ -111,9 +119,9 @@ class JaxevalLM(TemplateLM):
         if index != 0:
             raise RuntimeError("JaxevalLM runs on process 0; the other processes run jaxeval.lm_eval.follow()")
         preloaded = isinstance(pretrained, Model)
-        load = None if preloaded else dict(pretrained=str(pretrained), dtype=dtype, attention=attention,
-                                           prefill_chunk=int(prefill_chunk), mesh=mesh, overrides=overrides,
-                                           tokenizer=tokenizer)
+        load = None if preloaded else dict(options=record_of(self._options(
+            dict(model=str(pretrained), dtype=dtype, attention=attention, prefill_chunk=int(prefill_chunk), mesh=mesh,
+                 **model_flags), overrides)), tokenizer=tokenizer)
         if count > 1:
             if load is not None and mesh is not None and not isinstance(mesh, str):
                 raise ValueError("multi-process runs take mesh as a spec string (e.g. 'tensor=4,context=2')")
@@ -136,6 +144,14 @@ class JaxevalLM(TemplateLM):
         if enable_thinking is not None:
             self.chat_template_args["enable_thinking"] = enable_thinking
         self.engine = EngineCalls(self.model, host_split)
+
+    @staticmethod
+    def _options(values: dict, overrides: dict) -> ModelOptions:
+        """The ModelOptions of model_args' model flags (text, as lm-eval passes them, read as the flags read it)."""
+        try:
+            return ModelOptions.from_text(values, "jaxeval model_args").replace(config_overrides=overrides)
+        except ConfigError as e:
+            raise ModelArgsError(str(e)) from None
 
     # lm-eval's model properties ----------------------------------------------------------
     @property

@@ -93,9 +93,9 @@ def from_flags(kind: str | None, **given) -> KVPolicy | None:
     return check_policy(KVPolicy(kind, **values))
 
 
-def policy_of_flags(args) -> KVPolicy | None:
-    """from_flags of a command line's --kv_cache and --kv_<name> values (an argparse namespace)."""
-    return from_flags(getattr(args, "kv_cache", None), **{name: getattr(args, f"kv_{name}", None) for name in FLAGS})
+def policy_of_flags(options) -> KVPolicy | None:
+    """from_flags of the kv_cache and kv_<name> options (jaxeval.options.model.ModelOptions)."""
+    return from_flags(options.kv_cache, **{name: getattr(options, f"kv_{name}") for name in FLAGS})
 
 
 def check_policy(policy: KVPolicy) -> KVPolicy:

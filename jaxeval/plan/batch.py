@@ -12,24 +12,13 @@ The choice is capped at AUTO_CAP rows (lm-eval's --max_batch_size default), or N
 
 from __future__ import annotations
 
-import argparse
 import os
 
+from jaxeval.options.run import parse_batch_size  # noqa: F401  (its home before RunOptions)
 from jaxeval.plan import cost
 
 AUTO_CAP = 64
 HEADROOM = 0.9
-
-
-def parse_batch_size(text) -> int | str:
-    """--batch_size: an integer (the run checks it is positive), auto, or auto:N (N a positive integer)."""
-    value = str(text).strip()
-    if value == "auto" or (value.startswith("auto:") and value[5:].isdigit() and int(value[5:]) >= 1):
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, auto or auto:N, got {text!r}") from None
 
 
 def auto_cap(batch_size) -> int | None:
@@ -56,37 +45,37 @@ def _memory() -> tuple[int, str]:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") - _current_rss(), "host"
 
 
-def choose_batch_size(args, tasks: list[str]) -> dict:
-    """The chosen batch size and what it was chosen from (recorded as config.batch_size_auto)."""
+def choose_batch_size(flags, tasks: list[str]) -> dict:
+    """The chosen batch size of a run's flags (jaxeval.options.flags.RunFlags) and what it was chosen
+    from (recorded as config.batch_size_auto)."""
     from jaxeval.plan.command import count_tasks, counting_model, memory_inputs
 
-    single = argparse.Namespace(**{**vars(args), "batch_size": 1})
-    model, gguf = counting_model(single)
+    single = flags.with_run(batch_size=1)
+    model, gguf = counting_model(single.model)
     counted = count_tasks(single, tasks, model)
-    dtype, mesh, weights = memory_inputs(single, model.config, gguf)
+    dtype, mesh, weights = memory_inputs(single.model, model.config, gguf)
     lengths = [cost.cache_lengths(recorder) for recorder, _ in counted.values()]
     longest = max([read for read, _ in lengths] + [gen for _, (_, gen) in lengths] + [1])
     kv_per_row = cost.kv_bytes(model.config, 1, longest, dtype)
     activations = cost.prefill_activation_bytes(model.config, min(model.prefill_chunk, longest), dtype)
     memory, source = _memory()
-    cap = auto_cap(args.batch_size)
+    cap = auto_cap(flags.run.batch_size)
     return {"chosen": rows_that_fit(memory, weights, kv_per_row + activations, mesh, cap), "cap": cap,
             "longest_length": longest, "kv_bytes_per_row": kv_per_row, "activation_bytes_per_row": activations,
             "weights_bytes": weights, "memory_bytes": memory, "memory": source, "headroom": HEADROOM}
 
 
-def resolve_batch_size(args, tasks: list[str]) -> dict | None:
-    """With --batch_size auto[:N]: choose, set args.batch_size to the choice, say so on stderr and
-    return what choose_batch_size found; None for a number."""
+def resolve_batch_size(flags, tasks: list[str]):
+    """With --batch_size auto[:N]: choose, say so on stderr and return (the flags with the choice as
+    their batch size, what choose_batch_size found); (the flags, None) for a number."""
     import sys
 
-    if auto_cap(args.batch_size) is None:
-        return None
-    chosen = choose_batch_size(args, tasks)
-    print(f"--batch_size {args.batch_size}: {chosen['chosen']} (longest cache {chosen['longest_length']} tokens, "
+    if auto_cap(flags.run.batch_size) is None:
+        return flags, None
+    chosen = choose_batch_size(flags, tasks)
+    print(f"--batch_size {flags.run.batch_size}: {chosen['chosen']} (longest cache {chosen['longest_length']} tokens, "
           f"{chosen['kv_bytes_per_row'] / 2**20:.1f} MiB of cache and {chosen['activation_bytes_per_row'] / 2**20:.1f} "
           f"MiB of prefill activations per row; {chosen['memory']} memory "
           f"{chosen['memory_bytes'] / 2**30:.1f} GiB, weights {chosen['weights_bytes'] / 2**30:.2f} GiB)",
           file=sys.stderr)
-    args.batch_size = chosen["chosen"]
-    return chosen
+    return flags.with_run(batch_size=chosen["chosen"]), chosen

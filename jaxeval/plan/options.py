@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 
 from jaxeval.errors import ConfigError
 from jaxeval.plan.hardware import ACCELERATORS, DEFAULT_MBU, DEFAULT_MFU
@@ -40,12 +41,13 @@ def judge_price(text: str | None) -> tuple[float, float] | None:
     return price_in, price_out
 
 
-def check_plan_arguments(args) -> None:
+def check_plan_arguments(values: Mapping) -> None:
+    """The plan's flags, by dest (jaxeval.options.flags.RunFlags.extra)."""
     for flag in ("mfu", "mbu"):
-        value = getattr(args, flag, None)
+        value = values.get(flag)
         if value is not None and not 0 < value <= 1:
             raise ConfigError(f"--{flag} must be in (0, 1], got {value}")
-    judge_price(getattr(args, "judge_price", None))
-    price = getattr(args, "chip_price", None)
+    judge_price(values.get("judge_price"))
+    price = values.get("chip_price")
     if price is not None and not (price >= 0 and price != float("inf")):
         raise ConfigError(f"--chip_price must be a non-negative number of $ per chip-hour, got {price}")

@@ -176,15 +176,19 @@ def add_reference_arguments(parser: argparse.ArgumentParser, run: bool = False) 
     parser.add_argument("--ci", type=float, default=LEVEL, help="confidence level of the intervals")
 
 
-def check_reference_arguments(args: argparse.Namespace) -> None:
+def check_reference_arguments(values) -> None:
+    """--bootstrap, --ci and (`jaxeval report`) --effective_fraction: from the report's parsed flags or a
+    run's flags by dest (jaxeval.options.flags.RunFlags.extra)."""
     from jaxeval.errors import ConfigError
 
-    if args.bootstrap < 1:
-        raise ConfigError(f"--bootstrap must be a positive number of resamples, got {args.bootstrap}")
-    if not 0 < getattr(args, "effective_fraction", 0.5) <= 1:
-        raise ConfigError(f"--effective_fraction must be in (0, 1], got {args.effective_fraction}")
-    if not 0 < args.ci < 1:
-        raise ConfigError(f"--ci must be between 0 and 1 (e.g. 0.95), got {args.ci}")
+    values = values if isinstance(values, Mapping) else vars(values)
+    bootstrap, ci, fraction = values["bootstrap"], values["ci"], values.get("effective_fraction", 0.5)
+    if bootstrap < 1:
+        raise ConfigError(f"--bootstrap must be a positive number of resamples, got {bootstrap}")
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"--effective_fraction must be in (0, 1], got {fraction}")
+    if not 0 < ci < 1:
+        raise ConfigError(f"--ci must be between 0 and 1 (e.g. 0.95), got {ci}")
 
 
 def load_report_runs(paths: Sequence[str | Path], reference: str | Path | None) -> tuple[list[Run], Run | None]:

@@ -15,35 +15,37 @@ from jaxeval.report.data import Run, load_runs
 FOLDER_SUFFIX = ".vs-reference"
 
 
-def check_reference(args, tasks: list[str], benchmarks) -> None:
-    """DataError / ConfigError before any work when the reference cannot be compared with this run.
-    benchmarks: task -> its Benchmark (jaxeval.benchmarks.registry.run_tasks())."""
+def check_reference(flags, tasks: list[str], benchmarks) -> None:
+    """DataError / ConfigError before any work when the reference cannot be compared with this run
+    (flags: its jaxeval.options.flags.RunFlags). benchmarks: task -> its Benchmark
+    (jaxeval.benchmarks.registry.run_tasks())."""
     from jaxeval.report.compare import check_comparable
     from jaxeval.report.build import check_reference_arguments
     from jaxeval.run.config import recorded_config
 
-    if not getattr(args, "reference", None):
+    if not flags.flag("reference"):
         return
-    check_reference_arguments(args)
-    (reference,) = load_runs([args.reference])
-    this = Run("this run", "this run", {task: None for task in tasks}, {}, {"config": recorded_config(args, tasks, benchmarks)})
+    check_reference_arguments(flags.extra)
+    (reference,) = load_runs([flags.flag("reference")])
+    this = Run("this run", "this run", {task: None for task in tasks}, {}, {"config": recorded_config(flags, tasks, benchmarks)})
     check_comparable(reference, this, benchmarks)
 
 
-def report_against_reference(args, name: str, results_path: str, benchmarks) -> str | None:
+def report_against_reference(flags, name: str, results_path: str, benchmarks) -> str | None:
     """Write the comparison page beside the results; its path, or None (printed why)."""
     from jaxeval.report.build import build_report
     from jaxeval.run.config import output_folder
     from jaxeval.io.fs import is_url, join
 
-    if not getattr(args, "reference", None):
+    reference = flags.flag("reference")
+    if not reference:
         return None
     if is_url(results_path):
         print(f"--reference: the comparison page is written for local results only; make it with: jaxeval report "
-              f"{results_path} --reference {args.reference} --out DIR")
+              f"{results_path} --reference {reference} --out DIR")
         return None
-    out = join(output_folder(args), name + FOLDER_SUFFIX)
-    page = build_report([results_path], out, benchmarks, reference=args.reference, resamples=args.bootstrap,
-                        seed=args.bootstrap_seed, level=args.ci)
+    out = join(output_folder(flags.run), name + FOLDER_SUFFIX)
+    page = build_report([results_path], out, benchmarks, reference=reference, resamples=flags.flag("bootstrap"),
+                        seed=flags.flag("bootstrap_seed"), level=flags.flag("ci"))
     print(f"wrote {page}")
     return str(page)

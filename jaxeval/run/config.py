@@ -13,20 +13,21 @@ from jaxeval.errors import ConfigError
 from jaxeval.models.config import CONFIG_OVERRIDES, override_value
 from jaxeval.io.inputs import read_text
 from jaxeval.io.fs import join
+from jaxeval.options.flags import RunFlags
+from jaxeval.options.model import KV_FLAGS, ModelOptions  # noqa: F401  (KV_FLAGS: imported from here)
+from jaxeval.options.run import RunOptions
+from jaxeval.options.settings import names_of, parse_value
 
-# Shared flags that cannot change a single number of the results, or whose effect the model
-# fingerprint already holds (model; quantize, quant_group, dequantize: jaxeval.fingerprint's "quantization"
-# part, present only when quantized; the kv_* flags: its "kv_cache" part, present only with a policy)
-# (docs/results_schema.md). Every other shared flag is hashed
-# into config_hash, and so are the settings of the benchmarks whose tasks run, except those their
-# Settings mark hashed=False; no other benchmark's settings are (they cannot rename the run).
-KV_FLAGS = ("kv_cache", "kv_sinks", "kv_window", "kv_budget", "kv_observe", "kv_kernel", "kv_pool")
-NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", *KV_FLAGS, "batch_size", "output_path",
-                        "out", "log_samples", "log_samples_prompts", "batch_size_auto", "config", "host_split", "func", "command", "journal", "journal_mode",
-                        "model_args", "judge_timeout", "judge_retries", "judge_max_failures",
-                        "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json",
-                        "steps", "watch", "watch_poll", "watch_max_wait", "tensorboard",
-                        "mapping"})  # mapping: the model fingerprint holds it  # the plan's
+# Flags that cannot change a single number of the results, or whose effect the model fingerprint
+# already holds: the shared options marked hashed=False (jaxeval.options.model, jaxeval.options.run:
+# the model, its quantization and KV-cache flags, the mapping; the output, journal, batching and
+# logging flags) and those of the judges and the plan (docs/results_schema.md). Every other shared flag
+# is hashed into config_hash, and so are the settings of the benchmarks whose tasks run, except those
+# their Settings mark hashed=False; no other benchmark's settings are (they cannot rename the run).
+NOT_HASHED = frozenset(names_of(ModelOptions, hashed=False) | names_of(RunOptions, hashed=False)
+                       | {"batch_size_auto", "func", "command", "journal",
+                          "judge_timeout", "judge_retries", "judge_max_failures",  # the judges' patience
+                          "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json"})  # the plan's
 # --reference and its bootstrap settings: a report made after the run, never part of it
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode", "reference", "bootstrap", "bootstrap_seed",
                           "ci"})
@@ -234,40 +235,32 @@ def parse_gen_kwargs(given):
         until=tuple(until) if until is not None else None)
 
 
-def apply_model_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Set the model flags named in --model_args (pretrained= is --model); they override the flags."""
-    actions = {a.dest: a for a in parser._actions}
-    model_flags = {"model", "dtype", "attention", "prefill_chunk", "mesh", "quantize", "quant_group",
-                   "maxtext_config", "model_config", "tokenizer",
-                   "dequantize", "mapping", *KV_FLAGS} & set(actions)
-    args.config_overrides = {}  # config.json fields (CONFIG_OVERRIDES): hashed into the run and recorded
-    for key, value in parse_model_args(args.model_args).items():
+def apply_model_args(flags: RunFlags) -> RunFlags:
+    """The model options with the ones --model_args names replaced (pretrained= is --model), and its
+    config.json fields (CONFIG_OVERRIDES) as config_overrides: recorded and hashed into the run."""
+    known = names_of(ModelOptions) - {"config_overrides"}
+    changes, overrides = {}, {}
+    for key, value in parse_model_args(flags.run.model_args).items():
         dest = {"pretrained": "model", "config": "model_config"}.get(key, key)
         if dest in CONFIG_OVERRIDES:
-            args.config_overrides[dest] = override_value(key, value)
+            overrides[dest] = override_value(key, value)
             continue
-        if dest not in model_flags:
+        if dest not in known:
             raise ConfigError(f"--model_args: unknown key '{key}'; known: "
-                              f"{', '.join(sorted(model_flags - {'model'}) + ['pretrained'])}, and the config.json "
+                              f"{', '.join(sorted(known - {'model'}) + ['pretrained'])}, and the config.json "
                               f"fields {', '.join(CONFIG_OVERRIDES)}")
-        action = actions[dest]
-        try:
-            converted = action.type(value) if action.type else value
-        except (argparse.ArgumentTypeError, TypeError, ValueError) as e:
-            raise ConfigError(f"--model_args: {key}={value} is not valid ({e})") from None
-        if action.choices is not None and converted not in action.choices:
-            raise ConfigError(f"--model_args: {key}={value} is not one of {', '.join(map(str, action.choices))}")
-        setattr(args, dest, converted)
+        changes[dest] = parse_value(ModelOptions, dest, value, "--model_args")
+    return flags.with_model(**changes, config_overrides=overrides)
 
 
-def _benchmark_flags(args: argparse.Namespace, tasks: list[str], benchmarks: Mapping) -> tuple[set[str], dict, set[str]]:
+def _benchmark_flags(flags: RunFlags, tasks: list[str], benchmarks: Mapping) -> tuple[set[str], dict, set[str]]:
     """(every benchmark's setting flags, {flag: value} of the run's benchmarks' settings, the
     flags of those that are not hashed). benchmarks: task -> its Benchmark, every task jaxeval runs
     (jaxeval.benchmarks.registry.run_tasks(), handed down by the caller)."""
     chosen = {benchmarks[task].name for task in tasks if task in benchmarks}
     every, own, unhashed = set(), {}, set()
     for benchmark in dict.fromkeys(benchmarks.values()):
-        settings = benchmark.settings(args)
+        settings = benchmark.settings(flags.extra)
         recorded = benchmark.recorded_settings(settings)
         every |= set(recorded)
         if benchmark.name in chosen:
@@ -276,11 +269,11 @@ def _benchmark_flags(args: argparse.Namespace, tasks: list[str], benchmarks: Map
     return every, own, unhashed
 
 
-def recorded_config(args: argparse.Namespace, tasks: list[str], benchmarks: Mapping) -> dict:
+def recorded_config(flags: RunFlags, tasks: list[str], benchmarks: Mapping) -> dict:
     """The run's settings (flags after YAML and model_args): the shared ones and the settings of
     the benchmarks whose tasks run, JSON-ready, sorted."""
-    every, own, _ = _benchmark_flags(args, tasks, benchmarks)
-    config = {key: value for key, value in vars(args).items() if key not in NOT_RECORDED and key not in every}
+    every, own, _ = _benchmark_flags(flags, tasks, benchmarks)
+    config = {key: value for key, value in flags.values().items() if key not in NOT_RECORDED and key not in every}
     config.update(own)
     config = dict(sorted(config.items()))
     config["tasks"] = list(tasks)
@@ -291,9 +284,9 @@ def recorded_config(args: argparse.Namespace, tasks: list[str], benchmarks: Mapp
     return json.loads(json.dumps(config, default=str))
 
 
-def not_hashed_keys(args: argparse.Namespace, tasks: list[str], benchmarks: Mapping) -> frozenset[str]:
+def not_hashed_keys(flags: RunFlags, tasks: list[str], benchmarks: Mapping) -> frozenset[str]:
     """The recorded keys config_hash leaves out: NOT_HASHED and the run's unhashed settings."""
-    return NOT_HASHED | _benchmark_flags(args, tasks, benchmarks)[2]
+    return NOT_HASHED | _benchmark_flags(flags, tasks, benchmarks)[2]
 
 
 def config_hash(config: dict, not_hashed=NOT_HASHED) -> str:
@@ -321,18 +314,18 @@ def shard_suffix(shard: tuple[int, int]) -> str:
     return "" if count == 1 else f".p{index}-of-{count}"
 
 
-def output_folder(args: argparse.Namespace) -> str:
+def output_folder(run: RunOptions) -> str:
     """Where journal and samples go: --output_path, or the folder of --out when that is given."""
-    if not args.out:
-        return str(args.output_path)
-    out = str(args.out)
+    if not run.out:
+        return str(run.output_path)
+    out = str(run.out)
     return out.rsplit("/", 1)[0] if "/" in out else "."
 
 
-def journal_path(args: argparse.Namespace, name: str, shard: tuple[int, int]) -> str:
-    return join(output_folder(args), f"{name}{shard_suffix(shard)}.journal.jsonl")
+def journal_path(run: RunOptions, name: str, shard: tuple[int, int]) -> str:
+    return join(output_folder(run), f"{name}{shard_suffix(shard)}.journal.jsonl")
 
 
-def results_path(args: argparse.Namespace, name: str) -> str:
-    return args.out if args.out else join(args.output_path, f"{name}.json")
+def results_path(run: RunOptions, name: str) -> str:
+    return run.out if run.out else join(run.output_path, f"{name}.json")
 

@@ -33,11 +33,12 @@ OLD_BENCHMARK_FLAGS = (
 )
 
 
-def old_config_hash(args, tasks: list[str]) -> str | None:
-    """The config hash the old layout gave these settings; None when one of its flags is gone."""
+def old_config_hash(flag_values: dict, tasks: list[str]) -> str | None:
+    """The config hash the old layout gave these settings ({flag dest: value}, RunFlags.values());
+    None when one of its flags is gone."""
     from jaxeval.run.config import parse_model_args
 
-    values = dict(vars(args), tasks=list(tasks), model_args=parse_model_args(getattr(args, "model_args", None)))
+    values = dict(flag_values, tasks=list(tasks), model_args=parse_model_args(flag_values.get("model_args")))
     names = {**{name: name for name in OLD_SHARED + OLD_BENCHMARK_FLAGS}, **OLD_AGENT_BENCH}
     if any(now not in values for now in names.values()):
         return None

@@ -12,17 +12,16 @@ LOOPBACK = "127.0.0.1"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", help="HF safetensors folder, jaxeval Orbax checkpoint folder or hub id")
+    from jaxeval.options.model import ModelOptions
+    from jaxeval.options.settings import add_flags
+
+    add_flags(p, ModelOptions, positional=("model",))  # every model flag `jaxeval run` has: quantize, mesh, kv_cache...
     p.add_argument("--port", type=int, default=8000, help="TCP port (0: any free port, printed at start)")
     p.add_argument("--host", default=LOOPBACK,
                    help="address to bind; loopback by default. Anything else exposes the model to the network")
     p.add_argument("--served_model_name", default=None, help="model id clients send (default: folder name)")
     p.add_argument("--api_key_env", default=None,
                    help="NAME of an environment variable holding a key clients must send as Bearer token")
-    p.add_argument("--dtype", choices=("auto", "float32", "bfloat16"), default="auto",
-                   help="auto: float32 on CPU, bfloat16 on accelerators")
-    p.add_argument("--attention", default="chunked", help="attention backend (jaxeval.models.attention)")
-    p.add_argument("--prefill_chunk", type=int, default=2048, help="tokens per prefill step")
 
 
 def _is_loopback(host: str) -> bool:
@@ -37,6 +36,7 @@ def _is_loopback(host: str) -> bool:
 def cmd_serve(args) -> int:
     from jaxeval.api import load_model
     from jaxeval.errors import ConfigError
+    from jaxeval.options.model import ModelOptions
     from jaxeval.serve.server import make_server, server_url
 
     if not 0 <= args.port < 65536:
@@ -44,7 +44,8 @@ def cmd_serve(args) -> int:
     if args.api_key_env and not os.environ.get(args.api_key_env):  # fail before the model loads
         raise ConfigError(f"--api_key_env {args.api_key_env}: that environment variable is not set or empty")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    model = load_model(args.model, dtype=args.dtype, attention=args.attention, prefill_chunk=args.prefill_chunk)
+    options = ModelOptions.of(args)
+    model = load_model(options.model, **options.load_arguments())
     server = make_server(model, host=args.host, port=args.port, served_name=args.served_model_name,
                          api_key_env=args.api_key_env)
     if not _is_loopback(args.host):

@@ -107,22 +107,24 @@ def maxtext_fingerprint(ckpt: MaxTextCheckpoint, dtype: str, kv_cache: str | Non
     return h.hexdigest()[:16]
 
 
-def maxtext_checkpoint_of(args, overrides: dict | None = None):
-    """The MaxText checkpoint args.model names, opened with the run's --maxtext_config / --model_config (its
-    config and tree checked, no array read); None when args.model is no MaxText checkpoint."""
-    if not is_maxtext(args.model):
+def maxtext_checkpoint_of(options, overrides: dict | None = None):
+    """The MaxText checkpoint options.model names (options: jaxeval.options.model.ModelOptions), opened with its
+    maxtext_config / model_config (its config and tree checked, no array read); None when it is no MaxText
+    checkpoint. overrides: the config.json fields to replace (default: options.config_overrides)."""
+    if not is_maxtext(options.model):
         return None
-    return open_maxtext(args.model, getattr(args, "maxtext_config", None), getattr(args, "model_config", None),
-                        overrides)
+    return open_maxtext(options.model, options.maxtext_config, options.model_config,
+                        options.config_overrides if overrides is None else overrides)
 
 
-def maxtext_model_info(args, overrides: dict | None = None):
-    """(ModelConfig, tokenizer) of args.model when it is a MaxText checkpoint, from the run's --maxtext_config /
-    --model_config / --tokenizer (validate and plan check them without reading an array); None otherwise."""
-    ckpt = maxtext_checkpoint_of(args, overrides)
+def maxtext_model_info(options, overrides: dict | None = None):
+    """(ModelConfig, tokenizer) of options.model (a ModelOptions) when it is a MaxText checkpoint, from its
+    maxtext_config / model_config / tokenizer (validate and plan check them without reading an array); None
+    otherwise."""
+    ckpt = maxtext_checkpoint_of(options, overrides)
     if ckpt is None:
         return None
-    return ckpt.config, load_maxtext_tokenizer(ckpt.tokenizer, getattr(args, "tokenizer", None))
+    return ckpt.config, load_maxtext_tokenizer(ckpt.tokenizer, options.tokenizer)
 
 
 def load_maxtext_tokenizer(source: str | None, given: str | None):

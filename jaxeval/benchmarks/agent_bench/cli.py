@@ -34,7 +34,9 @@ def cmd_agent_bench(args: argparse.Namespace, load_model, benchmark) -> int:
     for path in filter(None, (args.out, args.save_scores)):
         check_output_file(path)  # before the model loads: a path that cannot be written is one line
     t0 = time.perf_counter()
-    model = load_model(args)
+    from jaxeval.options.model import ModelOptions
+
+    model = load_model(ModelOptions.of(args))  # cli._load: the model flags checked, then loaded
     settings = benchmark.Settings(data=args.data, sets=args.sets, lengths=args.lengths, mode=args.mode,
                                   save_scores=args.save_scores, reference_scores=args.reference_scores)
     ctx = RunContext("agent_bench", model, limit=args.limit, batch_size=args.batch_size, model_path=args.model)
