@@ -24,7 +24,8 @@ from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.kv_policy import KVPolicy, check_policy, check_supported, from_flags
 from jaxeval.models.mesh import make_mesh
 from jaxeval.models.param_layout import param_axes, param_shapes
-from jaxeval.models.quant import DEFAULT_GROUP, check_quantize
+from jaxeval.options.model import ModelOptions as CLI  # its class attributes are the flags' defaults
+from jaxeval.models.quant import check_quantize
 from jaxeval.models.sharding import check_mesh_fits, param_shardings
 from jaxeval.weights.gguf_weights import load_gguf_tokenizer
 from jaxeval.weights.loader import (DTYPES, default_dtype, fingerprint, generation_eos_ids, load_params,
@@ -147,12 +148,16 @@ class Model:
                                prefill_chunk_len=self.prefill_chunk, batch_size=batch_size, mesh=self.mesh)
 
 
-def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
-               prefill_chunk: int = 2048, load_tokenizer: bool = True, mesh=None, lm_head: bool = True,
-               quantize: str | None = None, quant_group: int = DEFAULT_GROUP, dequantize: bool = False,
-               kv_cache: KVPolicy | str | None = None, maxtext_config=None, config: str | Path | None = None,
-               tokenizer: str | None = None, mapping=None, **config_overrides) -> Model:
+def load_model(path: str | Path, dtype: str = CLI.dtype, *, attention: str = CLI.attention,
+               prefill_chunk: int = CLI.prefill_chunk, load_tokenizer: bool = True, mesh=CLI.mesh, lm_head: bool = True,
+               quantize: str | None = CLI.quantize, quant_group: int = CLI.quant_group, dequantize: bool = CLI.dequantize,
+               kv_cache: KVPolicy | str | None = CLI.kv_cache, maxtext_config=CLI.maxtext_config,
+               config: str | Path | None = CLI.model_config, tokenizer: str | None = CLI.tokenizer,
+               mapping=CLI.mapping, **config_overrides) -> Model:
     """Load a HF safetensors folder, a jaxeval Orbax checkpoint folder, or a hub id (when online).
+
+    The defaults are the command line's (jaxeval.options.model.ModelOptions): dtype "auto" is float32
+    on CPU and bfloat16 on accelerators.
 
     config_overrides replace config.json fields, as model cards enable long context, e.g.
     load_model(path, rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
