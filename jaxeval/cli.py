@@ -23,7 +23,7 @@ RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's co
 _model_options = add_model_arguments  # handed to the benchmarks' own commands (`jaxeval agent-bench`)
 
 
-def _load(model: ModelOptions, gen_kwargs=None):
+def _load(model: ModelOptions):
     """The model of these options, each flag checked against its config before a weight is read."""
     from jaxeval.api import load_model
     from jaxeval.weights.loader import resolve_model_path
@@ -38,7 +38,7 @@ def _load(model: ModelOptions, gen_kwargs=None):
         check_model_folder(resolve_model_path(model.model))
     from jaxeval.model_checks import check_model_flags
 
-    check_model_flags(model, gen_kwargs)  # validate's checks of the flags against the config, before a weight is read
+    check_model_flags(model)  # validate's checks of the flags against the config, before a weight is read
     return load_model(model.model, **model.load_arguments())
 
 
@@ -84,7 +84,7 @@ def cmd_plan(args) -> int:
     from jaxeval.plan.batch import resolve_batch_size
 
     flags, _ = resolve_batch_size(flags, tasks)  # --batch_size auto: the plan of the batch the run would choose
-    loaded = _load(flags.model, flags.run.gen_kwargs) if flags.flag("calibrate") == "model" else None
+    loaded = _load(flags.model) if flags.flag("calibrate") == "model" else None
     return run_plan(flags, tasks, loaded)
 
 

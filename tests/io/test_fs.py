@@ -50,7 +50,7 @@ def test_model_folder_from_a_url_is_copied_once_and_loads(tmp_path, monkeypatch)
     assert (first / "marker").is_file()
     monkeypatch.setenv("JAXEVAL_CACHE", str(tmp_path))
     args = cli.build_parser().parse_args(["run", "--model", "memory://models/tiny_llama", "--dtype", "float32"])
-    assert cli._load(args).fingerprint == fingerprint(EMBEDDED_MODEL, "float32")  # the same weights
+    assert cli._load(cli.run_flags(args).model).fingerprint == fingerprint(EMBEDDED_MODEL, "float32")  # the same weights
     with pytest.raises(ConfigError, match="not a folder"):
         local_copy("memory://models/tiny_llama/config.json", cache_dir=tmp_path)
     fs.rm("/models", recursive=True)

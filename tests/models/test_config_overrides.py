@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 
 import numpy as np
 import pytest
 
 import jaxeval
 from jaxeval.cli import _load
+from jaxeval.options.model import ModelOptions
 from jaxeval.errors import ConfigError
 
 YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
@@ -36,7 +36,6 @@ def test_load_model_applies_and_records_overrides(tiny_llama_writer, tmp_path):
 
 def test_the_cli_loader_passes_the_overrides(tiny_llama_writer, tmp_path):
     folder = tiny_llama_writer(tmp_path / "m")
-    args = argparse.Namespace(model=str(folder), dtype="float32", attention="chunked", prefill_chunk=2048,
-                              config_overrides={"max_position_embeddings": 512})
-    model = _load(args)
+    options = ModelOptions(model=str(folder), dtype="float32", config_overrides={"max_position_embeddings": 512})
+    model = _load(options)
     assert model.config.max_position_embeddings == 512 and model.config_overrides == {"max_position_embeddings": 512}

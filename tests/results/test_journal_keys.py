@@ -11,14 +11,15 @@ import synthetic_job
 from jaxeval.benchmarks.helmet.benchmark import BENCHMARK as HELMET
 from jaxeval.benchmarks.registry import run_tasks
 from jaxeval.benchmarks.settings import setting
-from jaxeval.cli import _resolve_run, build_parser, main
+from jaxeval.cli import build_parser, main
+from jaxeval.run_flags import run_flags
 from jaxeval.run.config import config_hash, not_hashed_keys, recorded_config
 
 
 def run_hash(*flags: str) -> str:
-    args = build_parser().parse_args(["run", *flags])
-    tasks = _resolve_run(args, args.parser)
-    return config_hash(recorded_config(args, tasks, run_tasks()), not_hashed_keys(args, tasks, run_tasks()))
+    typed = run_flags(build_parser().parse_args(["run", *flags]))
+    tasks = typed.run.task_list()
+    return config_hash(recorded_config(typed, tasks, run_tasks()), not_hashed_keys(typed, tasks, run_tasks()))
 
 
 def test_another_benchmarks_flags_do_not_rename_an_agent_bench_run():

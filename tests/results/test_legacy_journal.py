@@ -7,13 +7,14 @@ import json
 
 import synthetic_job
 
-from jaxeval.cli import _resolve_run, build_parser, main
+from jaxeval.cli import build_parser, main
+from jaxeval.run_flags import run_flags
 from jaxeval.run.legacy_journal import old_config_hash
 
 
 def old_hash(*flags: str) -> str:
-    args = build_parser().parse_args(["run", *flags])
-    return old_config_hash(args, _resolve_run(args, args.parser))
+    typed = run_flags(build_parser().parse_args(["run", *flags]))
+    return old_config_hash(typed.values(), typed.run.task_list())
 
 
 def test_the_old_layouts_hash_is_reproduced():
