@@ -117,10 +117,19 @@ def cmd_convert(args) -> int:
 
 
 def cmd_report(args) -> int:
+    """Headline tables and an HTML page of plots from results files (jaxeval/report/build.py)."""
     from jaxeval.benchmarks.registry import run_tasks
-    from jaxeval.report.build import cmd_report as report
+    from jaxeval.io.outputs import check_output_folder, writing
+    from jaxeval.report.build import build_report, check_reference_arguments
 
-    return report(args, run_tasks())
+    check_output_folder(args.out, what="--out")  # before any result is read or plotted
+    check_reference_arguments(args)
+    with writing(args.out, "--out"):
+        page = build_report(args.results, args.out, run_tasks(), embed=args.embed, reference=args.reference,
+                            resamples=args.bootstrap, seed=args.bootstrap_seed, level=args.ci,
+                            fraction=args.effective_fraction)
+    print(f"\nwrote {page}")
+    return 0
 
 
 def cmd_score(args, extra: list[str]) -> int:

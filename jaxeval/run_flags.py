@@ -49,7 +49,13 @@ def run_flags_of(values: dict, where: str = "evaluate") -> RunFlags:
 
     parser = argparse.ArgumentParser(prog=f"jaxeval {where}", add_help=False)
     add_run_arguments(parser, benchmarks())
-    argv = [item for key, value in values.items() if value is not None for item in (f"--{key}", str(value))]
+    switches = {option for action in parser._actions if isinstance(action, argparse._StoreTrueAction)
+                for option in action.option_strings}
+    argv = []
+    for key, value in values.items():
+        if value is None or (f"--{key}" in switches and value is False):
+            continue
+        argv += [f"--{key}"] if f"--{key}" in switches and value is True else [f"--{key}", str(value)]
     try:
         args = parser.parse_args(argv)
     except SystemExit:

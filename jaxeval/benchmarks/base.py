@@ -130,9 +130,10 @@ class Benchmark:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         settings_fields.add_arguments(parser, self.name, self.Settings, self.aliases, self.name)
 
-    def settings(self, args) -> object:
-        """This benchmark's Settings from a parsed `jaxeval run` namespace."""
-        return settings_fields.from_args(self.name, self.Settings, args)
+    def settings(self, flags) -> object:
+        """This benchmark's Settings from a run's flags by dest (jaxeval.options.flags.RunFlags.extra), or
+        from the score command's own parsed flags."""
+        return settings_fields.from_args(self.name, self.Settings, flags)
 
     def hashed_settings(self, settings) -> dict:
         """{flag: value} of the settings that can change a number: they name the run."""

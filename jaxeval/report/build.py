@@ -205,16 +205,3 @@ def load_report_runs(paths: Sequence[str | Path], reference: str | Path | None) 
     for index, (run, name) in enumerate(zip(runs[1:], names[1:]), 1):
         labelled.append(dataclasses.replace(run, label=f"{name} (modified{'' if len(runs) == 2 else f' {index}'})"))
     return labelled, labelled[0]
-
-
-def cmd_report(args: argparse.Namespace, benchmarks: Mapping) -> int:
-    from jaxeval.io.outputs import check_output_folder, writing
-
-    check_output_folder(args.out, what="--out")  # before any result is read or plotted
-    check_reference_arguments(args)
-    with writing(args.out, "--out"):
-        page = build_report(args.results, args.out, benchmarks, embed=args.embed, reference=args.reference,
-                            resamples=args.bootstrap, seed=args.bootstrap_seed, level=args.ci,
-                            fraction=args.effective_fraction)
-    print(f"\nwrote {page}")
-    return 0

@@ -60,11 +60,12 @@ def _split(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
-def judge_calls(args) -> JudgeCalls:
+def judge_calls(score_flags) -> JudgeCalls:
+    """The judge flags of `jaxeval score --benchmark helmet` (its rescore hook's own parsed flags)."""
     from jaxeval.judges.options import DEFAULTS
 
-    return JudgeCalls(*(getattr(args, name, DEFAULTS[name]) for name in ("judge_timeout", "judge_retries",
-                                                                          "judge_max_failures")))
+    return JudgeCalls(*(getattr(score_flags, name, DEFAULTS[name]) for name in ("judge_timeout", "judge_retries",
+                                                                                "judge_max_failures")))
 
 
 def make_judges(settings: HelmetSettings, calls: JudgeCalls, agenticlu: bool):
