@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jaxeval.embedded import EMBEDDED_MODEL  # imported by tests and commands as jaxeval.cli.EMBEDDED_MODEL
 from jaxeval.errors import JaxevalError, print_user_error
+from jaxeval.options.flags import RunFlags
 from jaxeval.options.model import ModelOptions, add_model_arguments
 from jaxeval.run_flags import run_flags
 
@@ -23,8 +24,10 @@ RUN_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # a checkout's co
 _model_options = add_model_arguments  # handed to the benchmarks' own commands (`jaxeval agent-bench`)
 
 
-def _load(model: ModelOptions):
-    """The model of these options, each flag checked against its config before a weight is read."""
+def _load(options: ModelOptions | RunFlags):
+    """The model of these options (a run's flags: its model options, and its --gen_kwargs' generation budget
+    checked too), each flag checked against the model's config before a weight is read."""
+    model, gen_kwargs = (options.model, options.run.gen_kwargs) if isinstance(options, RunFlags) else (options, None)
     from jaxeval.api import load_model
     from jaxeval.weights.loader import resolve_model_path
     from jaxeval.engine.distributed import initialize_distributed
@@ -38,7 +41,7 @@ def _load(model: ModelOptions):
         check_model_folder(resolve_model_path(model.model))
     from jaxeval.model_checks import check_model_flags
 
-    check_model_flags(model)  # validate's checks of the flags against the config, before a weight is read
+    check_model_flags(model, gen_kwargs)  # validate's checks of the flags against the config, before a weight is read
     return load_model(model.model, **model.load_arguments())
 
 
@@ -84,7 +87,7 @@ def cmd_plan(args) -> int:
     from jaxeval.plan.batch import resolve_batch_size
 
     flags, _ = resolve_batch_size(flags, tasks)  # --batch_size auto: the plan of the batch the run would choose
-    loaded = _load(flags.model) if flags.flag("calibrate") == "model" else None
+    loaded = _load(flags) if flags.flag("calibrate") == "model" else None
     return run_plan(flags, tasks, loaded)
 
 

@@ -147,7 +147,8 @@ def _lock_run(run: RunOptions, stem: str, shard: tuple[int, int]):
 
 
 def run_suite(flags: RunFlags, tasks: list[str], load_model) -> int:
-    """load_model: ModelOptions -> the loaded Model, its flags checked against its config (cli._load)."""
+    """load_model: the run's flags -> the loaded Model, its model flags (and --gen_kwargs' budget) checked
+    against its config first (cli._load)."""
     from jaxeval.engine.distributed import initialize_distributed
     from jaxeval.run.multihost import process_shard
     from jaxeval.run.config import config_hash, not_hashed_keys, recorded_config, run_name
@@ -171,8 +172,7 @@ def run_suite(flags: RunFlags, tasks: list[str], load_model) -> int:
         checkpoint()
         calibrate_on_model = flags.flag("calibrate", "auto") == "model"
         plan = None if calibrate_on_model else plan_estimate(flags, tasks)  # config and tokenizer only
-        _check_generation_budget(flags)
-        model = load_model(flags.model)
+        model = load_model(flags)
         plan = plan_estimate(flags, tasks, model) if calibrate_on_model else plan
         checkpoint()
         from jaxeval.generation import check_chat_template
@@ -196,14 +196,6 @@ def run_suite(flags: RunFlags, tasks: list[str], load_model) -> int:
             unwatch_journal(journal)
             journal.close()
         lock.release()
-
-
-def _check_generation_budget(flags: RunFlags) -> None:
-    """--gen_kwargs' generation budget against the model's context, before the model loads."""
-    from jaxeval.model_checks import check_generation_budget, model_config
-
-    if flags.run.gen_kwargs is not None:
-        check_generation_budget(flags.run.gen_kwargs, model_config(flags.model))
 
 
 def _check_results_path(flags: RunFlags, name: str) -> None:
