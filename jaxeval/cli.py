@@ -142,7 +142,7 @@ def cmd_score(args, extra: list[str]) -> int:
     benchmark = scorers()[args.benchmark]
     parser = argparse.ArgumentParser(prog=f"jaxeval score --benchmark {args.benchmark}")
     benchmark.add_score_arguments(parser)
-    return benchmark.rescore(parser.parse_args(extra))
+    return benchmark.rescore(benchmark.score_options(parser.parse_args(extra)))
 
 
 def cmd_curve(args) -> int:

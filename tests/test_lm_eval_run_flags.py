@@ -137,7 +137,8 @@ def test_a_run_applies_records_hashes_and_names_them(tmp_path, gen_toy, capsys):
 
 
 def test_batch_size_flag_values():
-    from jaxeval.plan.batch import auto_cap, parse_batch_size
+    from jaxeval.options.run import parse_batch_size
+    from jaxeval.plan.batch import auto_cap
 
     assert [parse_batch_size(v) for v in ("8", "auto", "auto:4")] == [8, "auto", "auto:4"]
     assert [auto_cap(8), auto_cap("auto"), auto_cap("auto:4")] == [None, 64, 4]

@@ -217,11 +217,22 @@ class Benchmark:
         (details section, --log_samples rows or None). [] when it makes none."""
         return []
 
-    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Flags of `jaxeval score --benchmark NAME` (only when rescore is overridden)."""
+    # the flags of `jaxeval score --benchmark NAME` (only when rescore is overridden): a frozen dataclass of
+    # jaxeval.benchmarks.settings.setting fields, named as the flags (no prefix)
+    ScoreOptions: type | None = None
 
-    def rescore(self, args: argparse.Namespace) -> int:
-        """`jaxeval score --benchmark NAME`: re-score saved predictions, no model; exit status."""
+    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Flags of `jaxeval score --benchmark NAME`: its ScoreOptions' (and any it adds of its own)."""
+        if self.ScoreOptions is not None:
+            settings_fields.add_flags(parser, self.ScoreOptions)
+
+    def score_options(self, parsed) -> object:
+        """The ScoreOptions of the score command's parsed flags."""
+        return settings_fields.values_of(self.ScoreOptions, parsed)
+
+    def rescore(self, options) -> int:
+        """`jaxeval score --benchmark NAME`: re-score saved predictions (options: its ScoreOptions), no model;
+        exit status."""
         raise NotImplementedError(f"{self.name} has no `jaxeval score`")
 
     def can_rescore(self) -> bool:

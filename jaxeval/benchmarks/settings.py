@@ -1,5 +1,5 @@
 """A benchmark's own settings (a frozen dataclass of `setting` fields): the machinery lives in
 jaxeval.options.settings, shared with the run's ModelOptions and RunOptions."""
 
-from jaxeval.options.settings import (DeprecatedAlias, add_arguments, fields, flag_dest, flag_keys,  # noqa: F401
-                                      flag_values, from_args, setting, warn_alias)
+from jaxeval.options.settings import (DeprecatedAlias, add_arguments, add_flags, fields, flag_dest,  # noqa: F401
+                                      flag_keys, flag_values, from_args, setting, values_of, warn_alias)

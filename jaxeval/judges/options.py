@@ -11,32 +11,39 @@ writes what it has and then exits with JUDGE_FAILURE_EXIT, naming the counts.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections import Counter
 from collections.abc import Mapping
 from typing import Iterable
 
 from jaxeval.errors import ConfigError
+from jaxeval.options.settings import add_flags, setting
 
 JUDGE_FAILURE_EXIT = 3
-DEFAULTS = {"judge_timeout": 60.0, "judge_retries": 3, "judge_max_failures": 0.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgeOptions:
+    """The judge flags of `jaxeval run` and of the score commands that judge (helmet's ScoreOptions)."""
+    judge_timeout: float = setting(60.0, "seconds an HTTP judge may take per request (per socket operation)")
+    judge_retries: int = setting(3, "extra attempts of a failed HTTP judge request (exponential backoff, Retry-After)")
+    judge_max_failures: float = setting(0.0, "fraction of judgements that may be missing (failed or unparseable) "
+                                        "before the run exits with status 3 (after writing its results); default 0")
+
+
+DEFAULTS = {field.name: field.default for field in dataclasses.fields(JudgeOptions)}
 
 
 def _flag(values, name: str):
     """A judge flag's value, from a run's flags by dest (jaxeval.options.flags.RunFlags.extra) or a score
-    command's own parsed flags; its default where they are not declared (library callers)."""
+    command's options; its default where they are not declared (library callers)."""
     if isinstance(values, Mapping):
         return values.get(name, DEFAULTS[name])
     return getattr(values, name, DEFAULTS[name])
 
 
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--judge_timeout", type=float, default=DEFAULTS["judge_timeout"],
-                        help="seconds an HTTP judge may take per request (per socket operation)")
-    parser.add_argument("--judge_retries", type=int, default=DEFAULTS["judge_retries"],
-                        help="extra attempts of a failed HTTP judge request (exponential backoff, Retry-After)")
-    parser.add_argument("--judge_max_failures", type=float, default=DEFAULTS["judge_max_failures"],
-                        help="fraction of judgements that may be missing (failed or unparseable) before the "
-                             "run exits with status 3 (after writing its results); default 0")
+    add_flags(parser, JudgeOptions)
 
 
 def check_judge_arguments(values) -> None:

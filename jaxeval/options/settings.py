@@ -29,14 +29,15 @@ _SCALARS = (bool, int, float, str)
 
 
 def setting(default, help: str = "", *, choices: tuple | None = None, hashed: bool = True, compare: bool = True,
-            parse=None, flag: str | None = None, metavar: str | None = None):
+            parse=None, flag: str | None = None, metavar: str | None = None, required: bool = False):
     """A Settings field: its default, the help of its flag, allowed values, whether it is hashed,
     whether two runs compared sample by sample must agree on it; parse: the flag's reader (text ->
     value) when the annotation is no single scalar; flag: the flag's name when it is not the field's
-    (--journal sets journal_mode); metavar: the flag's placeholder in --help."""
+    (--journal sets journal_mode); metavar: the flag's placeholder in --help; required: a flag the command
+    cannot go without (its default then only types the field)."""
     return dataclasses.field(default=default, metadata={"help": help, "choices": choices, "hashed": hashed,
                                                         "compare": compare, "parse": parse, "flag": flag,
-                                                        "metavar": metavar})
+                                                        "metavar": metavar, "required": required})
 
 
 def _scalar_type(annotation) -> type:
@@ -124,6 +125,7 @@ def add_flags(parser: argparse.ArgumentParser, options_class, *, names=None, def
             parser.add_argument(f"--{field.metadata.get('flag') or field.name}", dest=field.name,
                                 type=kind if kind is not str else None, default=default,
                                 choices=field.metadata.get("choices"), help=help_text,
+                                required=bool(field.metadata.get("required")),
                                 **({"metavar": metavar} if metavar else {}))
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 
-from jaxeval.options.run import parse_batch_size  # noqa: F401  (its home before RunOptions)
 from jaxeval.plan import cost
 
 AUTO_CAP = 64

@@ -14,7 +14,7 @@ from jaxeval.models.config import CONFIG_OVERRIDES, override_value
 from jaxeval.io.inputs import read_text
 from jaxeval.io.fs import join
 from jaxeval.options.flags import RunFlags
-from jaxeval.options.model import KV_FLAGS, ModelOptions  # noqa: F401  (KV_FLAGS: imported from here)
+from jaxeval.options.model import ModelOptions
 from jaxeval.options.run import RunOptions
 from jaxeval.options.settings import names_of, parse_value
 

@@ -190,17 +190,11 @@ def namespace_uses(tree: ast.AST) -> list[str]:
 
 
 # Functions whose parameter named args is no command line: tuples of arrays (lax.map bodies) and a
-# RULER task's own argument dict. A benchmark's rescore hook is `jaxeval score --benchmark NAME`'s
-# command: it takes the flags its own add_score_arguments declared.
+# RULER task's own argument dict. (A benchmark's rescore hook takes its typed ScoreOptions.)
 NOT_A_COMMAND_LINE = {("engine/compare.py", "block"), ("engine/read.py", "block"),
                       ("benchmarks/ruler/niah.py", "__init__"), ("benchmarks/ruler/qa.py", "__init__"),
                       ("benchmarks/ruler/variable_tracking.py", "__init__"),
                       ("benchmarks/ruler/word_counts.py", "__init__")}
-
-
-def _score_command_lines(tree: ast.AST) -> set[int]:
-    """The lines of a benchmark's rescore hook's signature: `jaxeval score --benchmark NAME`'s own command."""
-    return {node.lineno for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "rescore"}
 
 
 def test_no_module_below_the_command_line_takes_a_namespace():
@@ -209,11 +203,8 @@ def test_no_module_below_the_command_line_takes_a_namespace():
         relative = path.relative_to(PACKAGE)
         if _is_cli(relative):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        score_lines = _score_command_lines(tree)
-        uses = [use for use in namespace_uses(tree)
-                if not any(f"{name}(args)" in use for file, name in NOT_A_COMMAND_LINE if file == str(relative))
-                and int(use.split(":")[0].split()[1]) not in score_lines]
+        uses = [use for use in namespace_uses(ast.parse(path.read_text(encoding="utf-8")))
+                if not any(f"{name}(args)" in use for file, name in NOT_A_COMMAND_LINE if file == str(relative))]
         if uses:
             offenders[str(relative)] = uses
     assert offenders == {}
@@ -230,3 +221,16 @@ def test_run_flags_values_round_trip():
     flags = RunFlags(ModelOptions(model="m", kv_cache="int8"), RunOptions(limit=3), {"helmet_seed": 7})
     assert RunFlags.of(flags.values()) == flags
     assert flags.with_run(batch_size=2).run.batch_size == 2 and flags.run.batch_size == 8
+
+
+def test_the_score_commands_take_typed_options():
+    from jaxeval.benchmarks.registry import scorers
+
+    for name, benchmark in scorers().items():
+        assert dataclasses.is_dataclass(benchmark.ScoreOptions), name
+        parser = __import__("argparse").ArgumentParser()
+        benchmark.add_score_arguments(parser)
+        options = benchmark.score_options(parser.parse_args(["--predictions", "p"]))
+        assert isinstance(options, benchmark.ScoreOptions) and options.predictions == "p", name
+        with pytest.raises(SystemExit):  # --predictions is required
+            parser.parse_args([])

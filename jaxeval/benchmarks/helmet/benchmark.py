@@ -10,16 +10,15 @@ Judge SPEC: "http:BASE_URL:MODEL" or "local:PATH" (jaxeval.judges.make_judge).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import typing
 
-from jaxeval.benchmarks import settings as settings_fields
 from jaxeval.benchmarks.base import Benchmark, JudgeCalls, RunContext
 from jaxeval.benchmarks.helmet import summary
 from jaxeval.benchmarks.helmet.tasks import CATEGORIES, SAMPLE_DIR
 from jaxeval.benchmarks.settings import setting
 from jaxeval.errors import ConfigError
-from jaxeval.judges.options import add_judge_arguments
+from jaxeval.judges.options import JudgeOptions
 from jaxeval.benchmarks.helmet.tasks import HUB_ID
 
 SAMPLE_CATEGORIES = ("recall", "rag", "longqa")  # what the embedded sample holds (8k tier)
@@ -117,7 +116,28 @@ def _check_judge_settings(settings: HelmetSettings, calls: JudgeCalls) -> None:
     make_judges(dataclasses.replace(settings, **local), calls, agenticlu=False)  # HTTP specs: parsed, not called
 
 
+def _run_setting(name: str) -> tuple:
+    """A HelmetSettings field as the score command's --helmet_<name>: the run's judge settings, same flags."""
+    field = next(f for f in dataclasses.fields(HelmetSettings) if f.name == name)
+    return f"helmet_{name}", typing.get_type_hints(HelmetSettings)[name], dataclasses.field(
+        default=field.default, metadata=field.metadata)
+
+
+# The flags of `jaxeval score --benchmark helmet`: the judge flags of `jaxeval run` (JudgeOptions) and the
+# run's judge settings, beside its own
+HelmetScoreOptions = dataclasses.make_dataclass("HelmetScoreOptions", [
+    ("predictions", str, setting("", "HELMET output JSON (eval.py), a folder of them, or a jaxeval results JSON",
+                                 required=True)),
+    ("output_path", str | None, setting(None, "folder for helmet_rescored.json (default: a new folder "
+                                              "<predictions>_rescored beside them)")),
+    ("helmet_agenticlu", bool, setting(False, "judge with the AgenticLU binary judge")),
+    ("helmet_keypoints", str | None, setting(None, "JSONL of id + keypoints (InfBench) or summary/short_keypoints "
+                                                   "(Multi-LexSum)")),
+    *(_run_setting(name) for name in JUDGE_FIELDS)], bases=(JudgeOptions,), frozen=True)
+
+
 class Helmet(Benchmark):
+    ScoreOptions = HelmetScoreOptions
     name = "helmet"
     hub_id = HUB_ID
     tasks = ("helmet", "helmet_agenticlu")
@@ -210,21 +230,7 @@ class Helmet(Benchmark):
         _record_judge_summaries(result, judge, nli)
         return result, format_table(result)
 
-    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--predictions", required=True,
-                            help="HELMET output JSON (eval.py), a folder of them, or a jaxeval results JSON")
-        parser.add_argument("--output_path", default=None,
-                            help="folder for helmet_rescored.json (default: a new folder <predictions>_rescored beside them)")
-        parser.add_argument("--helmet_agenticlu", action="store_true", help="judge with the AgenticLU binary judge")
-        parser.add_argument("--helmet_keypoints", default=None,
-                            help="JSONL of id + keypoints (InfBench) or summary/short_keypoints (Multi-LexSum)")
-        for name in JUDGE_FIELDS:  # the run's judge settings, under the same flags
-            field = next(f for f, _ in settings_fields.fields(HelmetSettings) if f.name == name)
-            parser.add_argument(f"--helmet_{name}", default=field.default, type=int if name == "judge_max_tokens" else None,
-                                help=field.metadata["help"])
-        add_judge_arguments(parser)
-
-    def rescore(self, args: argparse.Namespace) -> int:
+    def rescore(self, score: HelmetScoreOptions) -> int:
         """Re-score (and judge) saved outputs, write helmet_rescored.json; JUDGE_FAILURE_EXIT after
         writing when more judgements are missing than --judge_max_failures allows."""
         import sys
@@ -237,18 +243,18 @@ class Helmet(Benchmark):
 
         from jaxeval.judges.options import check_judge_arguments
 
-        check_judge_arguments(args)
-        settings, calls = self.settings(args), judge_calls(args)
+        check_judge_arguments(score)
+        settings, calls = self.settings(score), judge_calls(score)
         _check_judge_settings(settings, calls)
-        if args.helmet_agenticlu_prompt:
+        if score.helmet_agenticlu_prompt:
             from jaxeval.benchmarks.helmet.judging import read_prompt
 
-            read_prompt(args.helmet_agenticlu_prompt)
-        folder = score_output_folder(args.predictions, args.output_path)
-        judge, nli = make_judges(settings, calls, args.helmet_agenticlu)
-        keypoints = read_keypoints(args.helmet_keypoints) if args.helmet_keypoints else None
-        result = rescore(args.predictions, judge=judge, nli=nli, agenticlu=args.helmet_agenticlu,
-                         agenticlu_prompt=args.helmet_agenticlu_prompt, keypoints=keypoints)
+            read_prompt(score.helmet_agenticlu_prompt)
+        folder = score_output_folder(score.predictions, score.output_path)
+        judge, nli = make_judges(settings, calls, score.helmet_agenticlu)
+        keypoints = read_keypoints(score.helmet_keypoints) if score.helmet_keypoints else None
+        result = rescore(score.predictions, judge=judge, nli=nli, agenticlu=score.helmet_agenticlu,
+                         agenticlu_prompt=score.helmet_agenticlu_prompt, keypoints=keypoints)
         _record_judge_summaries(result, judge, nli)
         print(format_table(result))
         for unit in result["units"]:
@@ -260,7 +266,7 @@ class Helmet(Benchmark):
                 print(f"{unit['dataset']} {unit['length']}: {check['items_differing']} of {check['items_compared']} items "
                       f"differ from their saved per-item metrics")
         print(f"wrote {write_json_atomic(Path(folder) / 'helmet_rescored.json', result)}")
-        failure = judge_failure({"helmet": result}, args.judge_max_failures)
+        failure = judge_failure({"helmet": result}, score.judge_max_failures)
         if failure:
             print(f"jaxeval: error: {failure}", file=sys.stderr)
             return JUDGE_FAILURE_EXIT

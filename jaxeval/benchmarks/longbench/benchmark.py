@@ -6,7 +6,6 @@ and re-scoring official pred.py output without a model:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from jaxeval.benchmarks.base import Benchmark, RunContext
@@ -44,7 +43,23 @@ def _stderrs(result: dict, dataset: str, e: bool) -> dict:
             for bucket, values in bucket_sample_scores(per_sample, lengths).items()}
 
 
+@dataclasses.dataclass(frozen=True)
+class LongBenchScoreOptions:
+    """The flags of `jaxeval score --benchmark longbench`."""
+    predictions: str = setting("", "folder of official pred.py output: one <dataset>.jsonl per dataset with pred, "
+                               "answers, all_classes, length", required=True)
+    e: bool = setting(False, "LongBench-E: score per length bucket (0-4k, 4-8k, 8k+)")
+    output_path: str | None = setting(None, "folder for result.json and jaxeval's results JSON (default: a new folder "
+                                      "<predictions>_rescored beside them; no file among the predictions is rewritten)")
+    code_sim_backend: str = setting("difflib", "lcc/repobench-p similarity: difflib (official) or levenshtein "
+                                    "(fuzzywuzzy with python-Levenshtein installed)", choices=BACKENDS)
+    rouge_recursion: str = setting(DEFAULT_ROUGE_RECURSION, "emulate the official ROUGE-L's recursion limit as the "
+                                   "official eval.py meets it on this CPython (none: no limit; python3.11+ is an old "
+                                   "name for python3.11)", choices=(*ROUGE_RECURSION_MODELS, *ROUGE_RECURSION_ALIASES))
+
+
 class LongBench(Benchmark):
+    ScoreOptions = LongBenchScoreOptions
     name = "longbench"
     hub_id = HUB_ID
     tasks = ("longbench", "longbench_e")
@@ -127,25 +142,7 @@ class LongBench(Benchmark):
 
         return longbench_sample_scores(task, section, samples)
 
-    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Flags of `jaxeval score --benchmark longbench` (not --benchmark itself)."""
-        parser.add_argument("--predictions", required=True,
-                            help="folder of official pred.py output: one <dataset>.jsonl per dataset "
-                                 "with pred, answers, all_classes, length")
-        parser.add_argument("--e", action="store_true",
-                            help="LongBench-E: score per length bucket (0-4k, 4-8k, 8k+)")
-        parser.add_argument("--output_path", default=None,
-                            help="folder for result.json and jaxeval's results JSON (default: a new folder "
-                                 "<predictions>_rescored beside them; no file among the predictions is rewritten)")
-        parser.add_argument("--code_sim_backend", choices=BACKENDS, default="difflib",
-                            help="lcc/repobench-p similarity: difflib (official) or levenshtein "
-                                 "(fuzzywuzzy with python-Levenshtein installed)")
-        parser.add_argument("--rouge_recursion", choices=(*ROUGE_RECURSION_MODELS, *ROUGE_RECURSION_ALIASES),
-                            default=DEFAULT_ROUGE_RECURSION,
-                            help="emulate the official ROUGE-L's recursion limit as the official eval.py meets it "
-                                 "on this CPython (none: no limit; python3.11+ is an old name for python3.11)")
-
-    def rescore(self, args: argparse.Namespace) -> int:
+    def rescore(self, score: LongBenchScoreOptions) -> int:
         """Score, print the table, write result.json and jaxeval's results; 0 on success.
 
         User errors raise jaxeval.errors.JaxevalError subclasses, which the CLI prints as one line.
@@ -154,9 +151,9 @@ class LongBench(Benchmark):
         from jaxeval.benchmarks.longbench.results import format_scores_table
         from jaxeval.io.outputs import score_output_folder
 
-        options = ScoringOptions(code_sim_backend=args.code_sim_backend, rouge_recursion=args.rouge_recursion)
-        result = rescore_predictions(args.predictions, e=args.e, options=options,
-                                     output_dir=score_output_folder(args.predictions, args.output_path))
+        options = ScoringOptions(code_sim_backend=score.code_sim_backend, rouge_recursion=score.rouge_recursion)
+        result = rescore_predictions(score.predictions, e=score.e, options=options,
+                                     output_dir=score_output_folder(score.predictions, score.output_path))
         print(format_scores_table(result))
         check = result["result_json_check"]
         if check is not None:

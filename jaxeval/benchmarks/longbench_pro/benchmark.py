@@ -6,7 +6,6 @@ predictions (official harness output or jaxeval's samples) without a model:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from jaxeval.benchmarks.base import Benchmark, RunContext
@@ -70,7 +69,22 @@ def scoring(embedding_model: str, backend: str, dtype: str, rouge_recursion: str
             ScoringOptions(rouge_recursion=rouge_recursion))
 
 
+@dataclasses.dataclass(frozen=True)
+class LongBenchProScoreOptions:
+    """The flags of `jaxeval score --benchmark longbench_pro`."""
+    predictions: str = setting("", "official inference/evaluation JSONL, a folder of one run's inference shards, "
+                               "jaxeval's --log_samples JSONL, or a JSON with a 'samples' list", required=True)
+    output_path: str | None = setting(None, "folder for the outputs (default: a new folder <predictions>_rescored "
+                                      "beside them)")
+    bon_num: int | None = setting(None, "runs per question (default: the largest bon_idx)")
+    embedding_model: str = setting(OFFICIAL_EMBEDDING_MODEL, EMBEDDING_HELP)
+    semsim_backend: str = setting("jax", SEMSIM_HELP, choices=BACKENDS)
+    embedding_dtype: str = setting("float32", "", choices=EMBEDDING_DTYPES)
+    rouge_recursion: str = setting(DEFAULT_ROUGE_RECURSION, ROUGE_HELP, choices=tuple(ROUGE_RECURSION_MODELS))
+
+
 class LongBenchPro(Benchmark):
+    ScoreOptions = LongBenchProScoreOptions
     name = "longbench_pro"
     hub_id = HUB_ID
     tasks = ("longbench_pro",)
@@ -154,29 +168,15 @@ class LongBenchPro(Benchmark):
 
         return longbench_pro_sample_scores(task, section, samples)
 
-    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Flags of `jaxeval score --benchmark longbench_pro` (not --benchmark itself)."""
-        parser.add_argument("--predictions", required=True,
-                            help="official inference/evaluation JSONL, a folder of one run's inference shards, "
-                                 "jaxeval's --log_samples JSONL, or a JSON with a 'samples' list")
-        parser.add_argument("--output_path", default=None,
-                            help="folder for the outputs (default: a new folder <predictions>_rescored beside them)")
-        parser.add_argument("--bon_num", type=int, default=None, help="runs per question (default: the largest bon_idx)")
-        parser.add_argument("--embedding_model", default=OFFICIAL_EMBEDDING_MODEL, help=EMBEDDING_HELP)
-        parser.add_argument("--semsim_backend", choices=BACKENDS, default="jax", help=SEMSIM_HELP)
-        parser.add_argument("--embedding_dtype", choices=EMBEDDING_DTYPES, default="float32")
-        parser.add_argument("--rouge_recursion", choices=tuple(ROUGE_RECURSION_MODELS),
-                            default=DEFAULT_ROUGE_RECURSION, help=ROUGE_HELP)
-
-    def rescore(self, args: argparse.Namespace) -> int:
+    def rescore(self, score: LongBenchProScoreOptions) -> int:
         """Score, print the table, write the evaluation JSONL, summary and results; 0 on success."""
         from jaxeval.benchmarks.longbench_pro.rescore import rescore_predictions
         from jaxeval.benchmarks.longbench_pro.summary import format_table
         from jaxeval.io.outputs import score_output_folder
 
-        semsim, options = scoring(args.embedding_model, args.semsim_backend, args.embedding_dtype, args.rouge_recursion)
-        result = rescore_predictions(args.predictions, output_dir=score_output_folder(args.predictions, args.output_path),
-                                     bon_num=args.bon_num, semsim=semsim, options=options)
+        semsim, options = scoring(score.embedding_model, score.semsim_backend, score.embedding_dtype, score.rouge_recursion)
+        result = rescore_predictions(score.predictions, output_dir=score_output_folder(score.predictions, score.output_path),
+                                     bon_num=score.bon_num, semsim=semsim, options=options)
         print(format_table(result["summary"], result["extra"]))
         check = result["check"]
         if check is not None:

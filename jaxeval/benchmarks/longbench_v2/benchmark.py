@@ -6,7 +6,6 @@ re-scoring pred.py's result files without a model:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from jaxeval.benchmarks.base import Benchmark, RunContext
@@ -26,7 +25,19 @@ class LongBenchV2Settings:
                                        "prompt; auto: model when the tokenizer has one", choices=("auto", "model", "none"))
 
 
+@dataclasses.dataclass(frozen=True)
+class LongBenchV2ScoreOptions:
+    """The flags of `jaxeval score --benchmark longbench_v2`."""
+    predictions: str = setting("", "pred.py's result JSONL (or a JSON array): _id, difficulty, length, answer, "
+                               "response; pred and judge are recomputed", required=True)
+    compensated: bool = setting(False, "result.py's compensated switch: 0.25 for a row with no extracted answer "
+                                "(off there)")
+    output_path: str | None = setting(None, "folder for result.txt and longbench_v2_result.json (default: "
+                                      "<predictions>_rescored)")
+
+
 class LongBenchV2(Benchmark):
+    ScoreOptions = LongBenchV2ScoreOptions
     name = "longbench_v2"
     tasks = ("longbench_v2", "longbench_v2_loglik")
     Settings = LongBenchV2Settings
@@ -94,22 +105,13 @@ class LongBenchV2(Benchmark):
             return None
         return [SampleScore(row["key"], row["difficulty"], row["length"], 100.0 * bool(row["judge"])) for row in rows]
 
-    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--predictions", required=True,
-                            help="pred.py's result JSONL (or a JSON array): _id, difficulty, length, answer, response; "
-                                 "pred and judge are recomputed")
-        parser.add_argument("--compensated", action="store_true",
-                            help="result.py's compensated switch: 0.25 for a row with no extracted answer (off there)")
-        parser.add_argument("--output_path", default=None,
-                            help="folder for result.txt and longbench_v2_result.json (default: <predictions>_rescored)")
-
-    def rescore(self, args: argparse.Namespace) -> int:
+    def rescore(self, score: LongBenchV2ScoreOptions) -> int:
         from jaxeval.benchmarks.longbench_v2.rescore import rescore_predictions
         from jaxeval.benchmarks.longbench_v2.scoring import format_table
         from jaxeval.io.outputs import score_output_folder
 
-        result = rescore_predictions(args.predictions, args.compensated,
-                                     score_output_folder(args.predictions, args.output_path))
+        result = rescore_predictions(score.predictions, score.compensated,
+                                     score_output_folder(score.predictions, score.output_path))
         print(format_table(result["table"], "LongBench v2"))
         check = result["judge_check"]
         if check["compared"]:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from jaxeval.benchmarks.base import Benchmark, RunContext
@@ -35,7 +34,18 @@ def parse_needles(text: str) -> tuple[int, ...]:
     return chosen
 
 
+@dataclasses.dataclass(frozen=True)
+class MrcrScoreOptions:
+    """The flags of `jaxeval score --benchmark mrcr`."""
+    predictions: str = setting("", "JSONL: rows with the dataset's fields (prompt, answer, random_string_to_prepend, "
+                               "n_needles, ...) plus response; jaxeval's --log_samples rows too", required=True)
+    tokenizer: str | None = setting(None, "tokenizer for the bins when tiktoken's o200k_base is not available")
+    output_path: str | None = setting(None, "folder for mrcr_scores.json (default: a new folder <predictions>_rescored "
+                                      "beside them)")
+
+
 class Mrcr(Benchmark):
+    ScoreOptions = MrcrScoreOptions
     name = "mrcr"
     tasks = ("mrcr",)
     Settings = MrcrSettings
@@ -105,22 +115,13 @@ class Mrcr(Benchmark):
         return [SampleScore(row["key"], f"{row['n_needles']}needle", row.get("bin"), 100.0 * row["score"])
                 for row in rows if not row.get("skipped") and row.get("score") is not None]  # x100, as the report
 
-    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--predictions", required=True,
-                            help="JSONL: rows with the dataset's fields (prompt, answer, random_string_to_prepend, "
-                                 "n_needles, ...) plus response; jaxeval's --log_samples rows too")
-        parser.add_argument("--tokenizer", default=None,
-                            help="tokenizer for the bins when tiktoken's o200k_base is not available")
-        parser.add_argument("--output_path", default=None,
-                            help="folder for mrcr_scores.json (default: a new folder <predictions>_rescored beside them)")
-
-    def rescore(self, args: argparse.Namespace) -> int:
+    def rescore(self, score: MrcrScoreOptions) -> int:
         from jaxeval.benchmarks.mrcr.rescore import rescore_predictions
         from jaxeval.benchmarks.mrcr.summary import format_table
         from jaxeval.io.outputs import score_output_folder
 
-        result = rescore_predictions(args.predictions, args.tokenizer,
-                                     score_output_folder(args.predictions, args.output_path))
+        result = rescore_predictions(score.predictions, score.tokenizer,
+                                     score_output_folder(score.predictions, score.output_path))
         print(format_table(result["summary"], result["bin_tokenizer"]))
         for what, path in result["written"].items():
             print(f"wrote {what}: {path}")

@@ -6,7 +6,6 @@ which re-scores RULER's own prediction JSONL (call_api.py's rows) as its evaluat
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from jaxeval.benchmarks.base import Benchmark, RunContext, check_limit
@@ -61,7 +60,17 @@ def _data(settings: RulerSettings, tasks: list[str]) -> tuple[dict, dict]:
     return files, described
 
 
+@dataclasses.dataclass(frozen=True)
+class RulerScoreOptions:
+    """The flags of `jaxeval score --benchmark ruler`."""
+    predictions: str = setting("", "RULER prediction JSONL: one <task>.jsonl, a pred folder of them, or a folder of "
+                               "<length>/pred folders (results/<model>/synthetic)", required=True)
+    output_path: str | None = setting(None, "folder for ruler_rescored.json (default: a new folder "
+                                      "<predictions>_rescored beside them; nothing among the predictions is written)")
+
+
 class Ruler(Benchmark):
+    ScoreOptions = RulerScoreOptions
     name = "ruler"
     tasks = ("ruler",)
     Settings = RulerSettings
@@ -119,23 +128,15 @@ class Ruler(Benchmark):
 
         return ruler_sample_scores(section, samples)
 
-    def add_score_arguments(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--predictions", required=True,
-                            help="RULER prediction JSONL: one <task>.jsonl, a pred folder of them, or a folder of "
-                                 "<length>/pred folders (results/<model>/synthetic)")
-        parser.add_argument("--output_path", default=None,
-                            help="folder for ruler_rescored.json (default: a new folder <predictions>_rescored "
-                                 "beside them; nothing among the predictions is written)")
-
-    def rescore(self, args: argparse.Namespace) -> int:
+    def rescore(self, score: RulerScoreOptions) -> int:
         from pathlib import Path
 
         from jaxeval.benchmarks.ruler.rescore import rescore
         from jaxeval.io.outputs import score_output_folder, writing
         from jaxeval.io.json_files import write_json_atomic
 
-        result = rescore(args.predictions)
-        folder = Path(score_output_folder(args.predictions, args.output_path))
+        result = rescore(score.predictions)
+        folder = Path(score_output_folder(score.predictions, score.output_path))
         print(summary.format_table(result))
         path = folder / "ruler_rescored.json"
         with writing(path):

@@ -97,13 +97,13 @@ def test_cli_pieces(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     LONGBENCH.add_score_arguments(parser)
     args = parser.parse_args(["--predictions", str(OFFICIAL / "pred_e"), "--e", "--output_path", str(tmp_path)])
-    assert LONGBENCH.rescore(args) == 0
+    assert LONGBENCH.rescore(LONGBENCH.score_options(args)) == 0
     out = capsys.readouterr().out
     assert "passage_count" in out and "NaN" in out and f"identical to {OFFICIAL / 'pred_e' / 'result.json'}" in out
     assert (tmp_path / "result.json").is_file() and (tmp_path / "results_longbench_e.json").is_file()
     args = parser.parse_args(["--predictions", str(OFFICIAL / "pred"), "--output_path", str(tmp_path / "v1"),
                               "--code_sim_backend", "difflib", "--rouge_recursion", "python3.8-3.10"])
-    assert LONGBENCH.rescore(args) == 0
+    assert LONGBENCH.rescore(LONGBENCH.score_options(args)) == 0
     assert "differs from" in capsys.readouterr().out
     for name in ("python3.11", "python3.12+", "python3.8-3.10", "none", "python3.11+"):  # last: the old name
         assert parser.parse_args(["--predictions", "p", "--rouge_recursion", name]).rouge_recursion == name
