@@ -234,3 +234,26 @@ def test_the_score_commands_take_typed_options():
         assert isinstance(options, benchmark.ScoreOptions) and options.predictions == "p", name
         with pytest.raises(SystemExit):  # --predictions is required
             parser.parse_args([])
+
+
+def test_config_hashes_are_those_of_the_namespace_era():
+    """Computed by jaxeval at 2ffffe8 (the flags parsed into a Namespace and recorded from it) for the same
+    command lines: the typed options record and hash the same values, so those runs' journals resume."""
+    from jaxeval.benchmarks.registry import run_tasks
+    from jaxeval.run.config import config_hash, not_hashed_keys
+
+    def run_hash(*argv: str) -> str:
+        from jaxeval.run.config import recorded_config
+
+        flags = run_flags(build_parser().parse_args(["run", "--agent_bench_data", "/d", *argv]))
+        tasks = flags.run.task_list()
+        return config_hash(recorded_config(flags, tasks, run_tasks()), not_hashed_keys(flags, tasks, run_tasks()))
+
+    assert run_hash() == "20e616225a9f0af5"
+    assert run_hash("--limit", "2", "--seed", "3") == "24a18025a647805e"
+    assert run_hash("--model_args", "dtype=float32,rope_theta=20000,max_position_embeddings=4096",
+                    "--kv_cache", "int8") == "66414c13b5745ae4"
+    assert run_hash("--gen_kwargs", 'max_gen_toks=5,until=["END"]', "--tasks", "agent_bench,helmet",
+                    "--helmet_seed", "7") == "bd2d70e8c9dbb17a"
+    assert run_hash("--attention", "xla", "--prefill_chunk", "512", "--mesh", "auto",
+                    "--batch_size", "auto:4") == "d5d239381599e358"
