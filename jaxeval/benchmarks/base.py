@@ -8,13 +8,15 @@ A benchmark package defines one subclass and one instance:
         tasks = ("longbench", "longbench_e")  # what `--tasks` may name
         Settings = LongBenchSettings          # frozen dataclass of jaxeval.benchmarks.settings.setting fields
 
-        def run(self, ctx, settings): ...     # -> (result section, printed table)
+        def samples(self, ctx, settings): ... # -> a jaxeval.benchmarks.loop.Task: groups of samples,
+                                              #    request(sample), score(sample, output), summarize
 
-A runner gets a RunContext (model, journal, the shared run settings) and its own Settings, never
-the command line. Journal: ctx.journal is None or has get(key) -> dict | None and put(key, record)
-(jaxeval/run/journal.py); jaxeval.run.resumable.map_journaled is the loop that resumes,
-shares work between hosts and shows progress. A `sample_log` list in the result (dicts with a
-"key") goes to the --log_samples JSONL, not the results file. The run's config hash covers the
+The framework's sample loop (jaxeval/benchmarks/loop.py) runs the Task: --limit, order, the
+journal (resume by key, hosts, progress), batching of the model's requests. `run(ctx, settings)`
+is the escape hatch for work that is not one request per sample. A runner gets a RunContext
+(model, journal, the shared run settings) and its own Settings, never the command line. A
+`sample_log` list in the result (dicts with a "key") goes to the --log_samples JSONL, not the
+results file. The run's config hash covers the
 shared settings and the hashed Settings of the benchmarks whose tasks run, nothing else.
 """
 
@@ -127,7 +129,7 @@ class RunContext:
 
 
 class Benchmark:
-    """Override `run`; the other hooks have defaults a minimal benchmark can keep."""
+    """Define `samples` (or override `run`); the other hooks have defaults a minimal benchmark can keep."""
 
     name: str = ""
     tasks: tuple[str, ...] = ()
@@ -200,9 +202,21 @@ class Benchmark:
         return None
 
     # -- the run ---------------------------------------------------------------------------------
+    def samples(self, ctx: RunContext, settings):
+        """ctx.task's samples and how each is run, scored and summarised: a
+        jaxeval.benchmarks.loop.Task, which the framework's sample loop runs (limit, order, journal,
+        batching, progress). None: the benchmark overrides run() instead."""
+        return None
+
     def run(self, ctx: RunContext, settings) -> tuple[dict, str]:
-        """Run ctx.task -> (result section, table printed after it)."""
-        raise NotImplementedError(f"{type(self).__name__}.run")
+        """Run ctx.task -> (result section, table printed after it): samples() through the sample
+        loop; override only where a task's work is not one request per sample."""
+        task = self.samples(ctx, settings)
+        if task is None:
+            raise NotImplementedError(f"{type(self).__name__} defines neither samples() nor run()")
+        from jaxeval.benchmarks.loop import run_task
+
+        return run_task(ctx, task)
 
     def summarize(self, task: str, result: dict) -> dict | None:
         """The results-JSON sections of a result (docs/results_schema.md); None: details only."""
