@@ -135,6 +135,8 @@ def _run_group(ctx: RunContext, task: Task, group: Group) -> Done:
     from jaxeval.run.resumable import map_journaled
 
     samples = limited(group.samples, ctx.limit) if group.limit else list(group.samples)
+    if not samples:  # nothing to ask (RULER: a length past the window); no progress line
+        return Done(group, [], [], len(group.samples))
     built: dict[int, Generate | Read | None] = {}
 
     def request(i: int):
