@@ -116,6 +116,7 @@ class RunContext:
     journal: object | None = None
     limit: int | float | None = None  # first N items per config and length, or that fraction (limited())
     batch_size: int = 8
+    read_rows: int | None = None  # sequences read per step; None: the sample loop's rule (loop.read_rows)
     seed: int = 0
     model_path: str = ""  # as the user gave it (for messages)
     output_folder: str = "results"

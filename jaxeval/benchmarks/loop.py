@@ -114,9 +114,12 @@ class Task:
 
 
 def read_rows(ctx: RunContext) -> int:
-    """Sequences read per step (jaxeval.engine.batch_read.rows_per_step: one on CPU)."""
+    """Sequences read per step: ctx.read_rows where given, else --batch_size on an accelerator and one
+    on CPU (jaxeval.engine.batch_read.rows_per_step)."""
     from jaxeval.engine.batch_read import rows_per_step
 
+    if ctx.read_rows is not None:
+        return ctx.read_rows
     return rows_per_step(ctx.batch_size)
 
 
