@@ -25,11 +25,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import math
-from typing import Callable, Sequence
+from typing import Callable
 
 from jaxeval.benchmarks import settings as settings_fields
-from jaxeval.errors import ConfigError
+from jaxeval.benchmarks.loop import check_limit, limit_count, limited, run_task  # noqa: F401 (--limit: the loop's)
 
 
 def parse_limit(text) -> int | float:
@@ -44,24 +43,6 @@ def parse_limit(text) -> int | float:
             raise argparse.ArgumentTypeError(f"expected an integer or a fraction, got {text!r}") from None
 
 
-def check_limit(limit, what: str = "--limit") -> None:
-    """A ConfigError unless limit is None, an integer >= 1 or a fraction 0 < limit < 1."""
-    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
-        return
-    if isinstance(limit, float) and 0.0 < limit < 1.0:
-        return
-    raise ConfigError(f"{what} must be a positive integer or a fraction between 0 and 1, got {limit!r}")
-
-
-def limit_count(total: int, limit) -> int:
-    """How many of `total` items --limit keeps: all (None), the first N, or with 0 < limit < 1 that
-    share rounded up, as lm-eval does (int(math.ceil(total * limit)))."""
-    check_limit(limit, "limit")
-    if limit is None:
-        return total
-    return min(total, int(math.ceil(total * limit)) if isinstance(limit, float) else limit)
-
-
 def prompt_fields(text: str, tokens: int, with_text: bool = False) -> dict:
     """A sample's prompt in the --log_samples rows: the sha256 of its text (UTF-8), its length in
     tokens, and with --log_samples_prompts the text itself."""
@@ -72,11 +53,6 @@ def prompt_fields(text: str, tokens: int, with_text: bool = False) -> dict:
 def prompt_text(tokenizer, ids) -> str:
     """The text of prompt ids as the model got them (special tokens kept: the chat template's too)."""
     return tokenizer.decode(list(ids), skip_special_tokens=False)
-
-
-def limited(items: Sequence, limit) -> list:
-    """The first limit_count(len(items), limit) items."""
-    return list(items)[:limit_count(len(items), limit)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,8 +191,6 @@ class Benchmark:
         task = self.samples(ctx, settings)
         if task is None:
             raise NotImplementedError(f"{type(self).__name__} defines neither samples() nor run()")
-        from jaxeval.benchmarks.loop import run_task
-
         return run_task(ctx, task)
 
     def summarize(self, task: str, result: dict) -> dict | None:

@@ -33,10 +33,13 @@ still calls run_groups for the samples that do fit.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Callable, Sequence
 
-from jaxeval.benchmarks.base import RunContext, limited
+from jaxeval.errors import ConfigError
 from jaxeval.generation import GenerationOptions, bucket_order, decoded, generate
+
+# ctx: a jaxeval.benchmarks.base.RunContext (base imports this module: no import back)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +116,30 @@ class Task:
         raise NotImplementedError(f"{type(self).__name__}.summarize")
 
 
-def read_rows(ctx: RunContext) -> int:
+def check_limit(limit, what: str = "--limit") -> None:
+    """A ConfigError unless limit is None, an integer >= 1 or a fraction 0 < limit < 1."""
+    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
+        return
+    if isinstance(limit, float) and 0.0 < limit < 1.0:
+        return
+    raise ConfigError(f"{what} must be a positive integer or a fraction between 0 and 1, got {limit!r}")
+
+
+def limit_count(total: int, limit) -> int:
+    """How many of `total` items --limit keeps: all (None), the first N, or with 0 < limit < 1 that
+    share rounded up, as lm-eval does (int(math.ceil(total * limit)))."""
+    check_limit(limit, "limit")
+    if limit is None:
+        return total
+    return min(total, int(math.ceil(total * limit)) if isinstance(limit, float) else limit)
+
+
+def limited(items: Sequence, limit) -> list:
+    """The first limit_count(len(items), limit) items."""
+    return list(items)[:limit_count(len(items), limit)]
+
+
+def read_rows(ctx) -> int:
     """Sequences read per step: ctx.read_rows where given, else --batch_size on an accelerator and one
     on CPU (jaxeval.engine.batch_read.rows_per_step)."""
     from jaxeval.engine.batch_read import rows_per_step
@@ -123,18 +149,18 @@ def read_rows(ctx: RunContext) -> int:
     return rows_per_step(ctx.batch_size)
 
 
-def run_task(ctx: RunContext, task: Task) -> tuple[dict, str]:
+def run_task(ctx, task: Task) -> tuple[dict, str]:
     """Every group of the task through the loop (all built, so bad data stops the run before the
     first model call), then the task's summary."""
     groups = list(task.groups())
     return task.summarize(run_groups(ctx, task, groups))
 
 
-def run_groups(ctx: RunContext, task: Task, groups: Sequence[Group]) -> list[Done]:
+def run_groups(ctx, task: Task, groups: Sequence[Group]) -> list[Done]:
     return [_run_group(ctx, task, group) for group in groups]
 
 
-def _run_group(ctx: RunContext, task: Task, group: Group) -> Done:
+def _run_group(ctx, task: Task, group: Group) -> Done:
     from jaxeval.run.resumable import map_journaled
 
     samples = limited(group.samples, ctx.limit) if group.limit else list(group.samples)
@@ -164,7 +190,7 @@ def _run_group(ctx: RunContext, task: Task, group: Group) -> Done:
     return Done(group, samples, by_sample, len(group.samples))
 
 
-def _compute(ctx: RunContext, task: Task, samples: list[Sample], requests: list) -> list[dict]:
+def _compute(ctx, task: Task, samples: list[Sample], requests: list) -> list[dict]:
     """The records of one journal batch: its requests sent together, each sample scored, and the
     second requests of those that asked for one sent together in turn."""
     scorers: list[Callable] = [lambda output, sample=sample: task.score(sample, output) for sample in samples]
@@ -183,7 +209,7 @@ def _compute(ctx: RunContext, task: Task, samples: list[Sample], requests: list)
     return records
 
 
-def answer(ctx: RunContext, requests: dict[int, Generate | Read | None]) -> dict[int, Any]:
+def answer(ctx, requests: dict[int, Generate | Read | None]) -> dict[int, Any]:
     """The model's answer to every request (None for None): generations of equal options in one
     call, in the order they first appear; reads read_rows(ctx) per step."""
     model, out = ctx.model, {}

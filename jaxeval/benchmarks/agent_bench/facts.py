@@ -63,13 +63,6 @@ def check_length(backend, n_tokens: int, config: str, split: str, item_id: str) 
             f"than the model's maximum of {max_length} tokens")
 
 
-def score_facts_item(backend, tokenizer, item: FactsItem, split: str, mode: str = "auto") -> ItemOutcome:
-    """Read the item once with every aligned answer token as a target, and score its queries."""
-    from jaxeval.benchmarks.agent_bench.output import read_items
-
-    return read_items(backend, tokenizer, "facts", split, [item], mode)[0]
-
-
 def facts_outcome(item: FactsItem, alignment: Alignment, note: str | None, reads) -> ItemOutcome:
     outcomes = []
     for index, (target, span) in enumerate(zip(item.targets, reads)):

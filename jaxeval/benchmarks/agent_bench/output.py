@@ -95,6 +95,15 @@ def read_items(backend, tokenizer, config: str, split: str, items, mode: str, jo
     return [outcome_from_record(config, record) for record in done.records]
 
 
+def score_facts_item(backend, tokenizer, item, split: str, mode: str = "auto") -> ItemOutcome:
+    """Read the item once with every aligned answer token as a target, and score its queries."""
+    return read_items(backend, tokenizer, "facts", split, [item], mode)[0]
+
+
+def score_tool_calls_item(backend, tokenizer, item, split: str, mode: str = "auto") -> ToolItemOutcome:
+    return read_items(backend, tokenizer, "tool_calls", split, [item], mode)[0]
+
+
 @dataclasses.dataclass(frozen=True)
 class HeadlineRow:
     title: str  # the card's wording

@@ -16,7 +16,6 @@ from typing import Sequence
 from jaxeval.benchmarks.agent_bench.align import TEXT_MODE, align_stored_ids, align_text, stored_ids_problem
 from jaxeval.benchmarks.agent_bench.data import ToolCallsItem
 from jaxeval.benchmarks.agent_bench.distance import by_distance
-from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.schema import TOOL_KINDS
 from jaxeval.errors import ConfigError
 from jaxeval.run.lm_eval_view import stderr
@@ -53,12 +52,6 @@ def align_spans(tokenizer, text: str, stored_ids, spans, mode: str):
     if problem is None:
         return align_stored_ids(tokenizer, text, stored_ids, spans), None
     return align_text(tokenizer, text, spans), f"{problem}: tokenized the text (text mode)"
-
-
-def score_tool_calls_item(backend, tokenizer, item: ToolCallsItem, split: str, mode: str = "auto") -> ToolItemOutcome:
-    from jaxeval.benchmarks.agent_bench.output import read_items
-
-    return read_items(backend, tokenizer, "tool_calls", split, [item], mode)[0]
 
 
 def tool_calls_outcome(item: ToolCallsItem, alignment, note: str | None, read) -> ToolItemOutcome:
