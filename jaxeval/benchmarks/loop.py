@@ -166,21 +166,16 @@ def _run_group(ctx, task: Task, group: Group) -> Done:
     samples = limited(group.samples, ctx.limit) if group.limit else list(group.samples)
     if not samples:  # nothing to ask (RULER: a length past the window); no progress line
         return Done(group, [], [], len(group.samples))
-    built: dict[int, Generate | Read | None] = {}
-
-    def request(i: int):
-        if i not in built:
-            built[i] = task.request(samples[i])
-        return built[i]
-
+    built: dict[int, Generate | Read | None] = {}  # requests built for the order, until their batch runs
     order = list(range(len(samples)))
     if group.bucketed and samples:
-        prompts = [request(i) for i in order]
-        order = bucket_order([len(p.prompt) for p in prompts], prompts[0].options.max_new_tokens)
+        built = {i: task.request(samples[i]) for i in order}
+        order = bucket_order([len(built[i].prompt) for i in order], built[0].options.max_new_tokens)
 
     def compute(batch: list[int]) -> list[dict]:
         chosen = [order[j] for j in batch]
-        return _compute(ctx, task, [samples[i] for i in chosen], [request(i) for i in chosen])
+        requests = [built.pop(i) if i in built else task.request(samples[i]) for i in chosen]
+        return _compute(ctx, task, [samples[i] for i in chosen], requests)
 
     records = map_journaled(ctx.journal, [samples[i].key for i in order], compute, batch_size=ctx.batch_size,
                             desc=group.name, unit=group.unit)
