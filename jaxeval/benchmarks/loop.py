@@ -111,8 +111,13 @@ class Task:
         """The sample's record (JSON-serialisable, journaled) from the model's Generated / ReadResult."""
         raise NotImplementedError(f"{type(self).__name__}.score")
 
-    def summarize(self, done: list[Done]) -> tuple[dict, str]:
-        """-> (the details section, the table printed after the task)."""
+    def finish(self, done: Done):
+        """What summarize needs of a group, right after it ran (default: the Done itself). A task
+        whose groups hold long prompts scores them here, so they are let go group by group."""
+        return done
+
+    def summarize(self, done: list) -> tuple[dict, str]:
+        """[finish(Done) per group] -> (the details section, the table printed after the task)."""
         raise NotImplementedError(f"{type(self).__name__}.summarize")
 
 
@@ -150,10 +155,10 @@ def read_rows(ctx) -> int:
 
 
 def run_task(ctx, task: Task) -> tuple[dict, str]:
-    """Every group of the task through the loop (all built, so bad data stops the run before the
-    first model call), then the task's summary."""
-    groups = list(task.groups())
-    return task.summarize(run_groups(ctx, task, groups))
+    """Every group of the task through the loop, one after the other as task.groups() yields them
+    (a task loads and checks all its data before, so bad data stops the run before the first
+    model call), each finished as it ends, then the task's summary."""
+    return task.summarize([task.finish(_run_group(ctx, task, group)) for group in task.groups()])
 
 
 def run_groups(ctx, task: Task, groups: Sequence[Group]) -> list[Done]:

@@ -144,23 +144,24 @@ class RulerTask(Task):
     def __init__(self, model, run: RulerRun, *, limit=None, log_prompts: bool = False):
         self.model, self.run, self.limit, self.log_prompts = model, run, limit, log_prompts
 
-    def groups(self) -> list[Group]:
-        run, window, groups = self.run, self.model.config.context_limit, []
+    def groups(self):
+        """One task at one length after the other (its samples generated just before it runs)."""
+        run, window = self.run, self.model.config.context_limit
         for length in run.lengths:
             if length > window:
                 reason = (f"longer than the model's window ({window} tokens): RULER fills the whole length, so no "
                           f"sample of it fits; every task counted as skipped")
-                groups += [Group(f"ruler {task} {length}", [], limit=False, info=_Unit(
-                    {"task": task, "length": length, "metric": generator_of(task).metric, "score": None,
-                     "samples": 0, "skipped": limit_count(run.num_samples, self.limit), "skip_reason": reason},
-                    [], outputs=False)) for task in run.tasks]
+                for task in run.tasks:
+                    yield Group(f"ruler {task} {length}", [], limit=False, info=_Unit(
+                        {"task": task, "length": length, "metric": generator_of(task).metric, "score": None,
+                         "samples": 0, "skipped": limit_count(run.num_samples, self.limit), "skip_reason": reason},
+                        [], outputs=False))
                 continue
             for task in run.tasks:
                 unit = prepare_unit(self.model, run, task, length, self.limit)
                 samples = [Sample(_key(run, task, length, i), (ids, row, unit.metric, generator_of(task)))
                            for i, ids, row in unit.items]
-                groups.append(Group(f"ruler {task} {length}", samples, limit=False, info=unit))
-        return groups
+                yield Group(f"ruler {task} {length}", samples, limit=False, info=unit)
 
     def request(self, sample: Sample) -> Generate | Read:
         ids, row, metric, gen = sample.item
@@ -173,11 +174,13 @@ class RulerTask(Task):
             return _teacher_forced_record(self.request(sample), output)
         return {"pred": output.text}
 
-    def summarize(self, done: list[Done]) -> tuple[dict, str]:
+    def finish(self, done: Done) -> tuple[_Unit, dict, list]:
+        unit = done.group.info
+        return (unit, *finish_unit(self.model, self.run, unit, done.records, self.log_prompts))
+
+    def summarize(self, done: list[tuple[_Unit, dict, list]]) -> tuple[dict, str]:
         run, units, outputs, skipped_lengths = self.run, [], {}, {}
-        for group in done:
-            unit = group.group.info
-            summary, records = finish_unit(self.model, run, unit, group.records, self.log_prompts)
+        for unit, summary, records in done:
             units.append(summary)
             if unit.outputs:
                 outputs[f"{summary['task']}/{summary['length']}"] = records
