@@ -228,3 +228,9 @@ class Benchmark:
 
     def add_commands(self, subparsers, model_options: Callable, load_model: Callable) -> None:
         """Subcommands of its own (`jaxeval agent-bench`)."""
+
+
+def run_standalone(task, name: str, model, **context) -> dict:
+    """The details section of a loop Task run outside `jaxeval run` (the run_<benchmark> functions
+    of the library and the tests); context: RunContext fields (journal, limit, batch_size, ...)."""
+    return run_task(RunContext(task=name, model=model, **context), task)[0]

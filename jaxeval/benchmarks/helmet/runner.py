@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import jaxeval.benchmarks.helmet.judging as judging
-from jaxeval.benchmarks.base import RunContext, check_limit, prompt_fields, prompt_text
-from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task, run_task
+from jaxeval.benchmarks.base import check_limit, prompt_fields, prompt_text, run_standalone
+from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task
 from jaxeval.benchmarks.helmet.data import resolve_data_root
 from jaxeval.benchmarks.helmet.depth import needle_depth
 from jaxeval.benchmarks.helmet.metrics import default_post_process
@@ -205,9 +205,8 @@ def run_helmet(model, units: Sequence[EvalUnit], data: str | Path = SAMPLE_DIR, 
     ALCE citation judge. Datasets whose files are absent from `data` fail with a DataError."""
     task = HelmetTask(model, units, data, limit=limit, settings=settings, judge=judge, nli=nli, agenticlu=agenticlu,
                       agenticlu_prompt=agenticlu_prompt, llama2_tokenizer=llama2_tokenizer, log_prompts=log_prompts)
-    ctx = RunContext(task="helmet", model=model, journal=journal, limit=limit, batch_size=batch_size,
-                     log_prompts=log_prompts)
-    return run_task(ctx, task)[0]
+    return run_standalone(task, "helmet", model,
+                          journal=journal, limit=limit, batch_size=batch_size, log_prompts=log_prompts)
 
 
 def agenticlu_table(units_out: list[dict]) -> dict:

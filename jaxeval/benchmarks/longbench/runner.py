@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.benchmarks.base import RunContext, check_limit, prompt_fields, prompt_text
+from jaxeval.benchmarks.base import check_limit, prompt_fields, prompt_text, run_standalone
 from jaxeval.benchmarks.longbench.data import load_config
-from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task, run_task
+from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task
 from jaxeval.benchmarks.longbench.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench.predictions import write_prediction_file
 from jaxeval.benchmarks.longbench.prompts import CHAT_FORMATS
@@ -161,6 +161,5 @@ def run_longbench(backend, tokenizer, data: str | Path = SHIPPED_SAMPLE, dataset
     task = LongBenchTask(backend, tokenizer, data, datasets, e, max_length=max_length, chat_format=chat_format,
                          options=options, predictions_dir=predictions_dir, limit=limit, log_prompts=log_prompts)
     whole = max(1, *(len(records) for records in task.every.values()))
-    ctx = RunContext(task=task.benchmark, model=backend, journal=journal, limit=limit, batch_size=batch_size or whole,
-                     log_prompts=log_prompts)
-    return run_task(ctx, task)[0]
+    return run_standalone(task, task.benchmark, backend,
+                          journal=journal, limit=limit, batch_size=batch_size or whole, log_prompts=log_prompts)

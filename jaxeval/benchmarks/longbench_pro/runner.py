@@ -13,8 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.benchmarks.base import RunContext, check_limit, limit_count, prompt_fields, prompt_text
-from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task, run_task
+from jaxeval.benchmarks.base import check_limit, limit_count, prompt_fields, prompt_text, run_standalone
+from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task
 from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord, load_records
 from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench_pro.prompts import (
@@ -201,6 +201,5 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
                             max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
                             chat_format=chat_format, limit=limit, semsim=semsim, options=options,
                             log_prompts=log_prompts)
-    ctx = RunContext(task="longbench_pro", model=backend, journal=journal, limit=limit, batch_size=batch_size,
-                     log_prompts=log_prompts)
-    return run_task(ctx, task)[0]
+    return run_standalone(task, "longbench_pro", backend,
+                          journal=journal, limit=limit, batch_size=batch_size, log_prompts=log_prompts)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from jaxeval.benchmarks.base import RunContext, prompt_fields, prompt_text
+from jaxeval.benchmarks.base import prompt_fields, prompt_text, run_standalone
 from jaxeval.benchmarks.longbench_v2.data import SHIPPED_SAMPLE, load_items
-from jaxeval.benchmarks.loop import Done, Generate, Group, Read, Sample, Task, Then, run_task
+from jaxeval.benchmarks.loop import Done, Generate, Group, Read, Sample, Task, Then
 from jaxeval.benchmarks.longbench_v2.prompts import (
     LETTERS, LOGLIK_ANSWER_PREFIX, MAX_NEW_TOKENS, OFFICIAL_MAX_LEN, TEMPLATES, extract_answer, fill, truncate,
 )
@@ -184,9 +184,8 @@ def run_longbench_v2(backend, data: str | Path = SHIPPED_SAMPLE, *, variant: str
                      batch_size: int = 8, journal=None, log_prompts: bool = False) -> dict:
     task = LongBenchV2Task(backend, data, variant=variant, max_len=max_len, chat_format=chat_format,
                            temperature=temperature, seed=seed, limit=limit, log_prompts=log_prompts)
-    ctx = RunContext(task="longbench_v2", model=backend, journal=journal, limit=limit, batch_size=batch_size,
-                     log_prompts=log_prompts)
-    return run_task(ctx, task)[0]
+    return run_standalone(task, "longbench_v2", backend,
+                          journal=journal, limit=limit, batch_size=batch_size, log_prompts=log_prompts)
 
 
 def letter_ids(tokenizer) -> list[int]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jaxeval.benchmarks.base import RunContext, limited, prompt_fields, prompt_text
-from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task, run_task
+from jaxeval.benchmarks.base import limited, prompt_fields, prompt_text, run_standalone
+from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task
 from jaxeval.benchmarks.mrcr.data import NEEDLES, SHIPPED_SAMPLE, MrcrRow, load_rows
 from jaxeval.benchmarks.mrcr.grading import BinCounter, bin_of, grade
 from jaxeval.benchmarks.mrcr.summary import format_table, summarize
@@ -101,9 +101,8 @@ def run_mrcr(backend, data: str | Path = SHIPPED_SAMPLE, *, needles=NEEDLES, max
              log_prompts: bool = False) -> dict:
     task = MrcrTask(backend, data, needles=needles, max_new_tokens=max_new_tokens, bin_tokenizer=bin_tokenizer,
                     limit=limit, log_prompts=log_prompts)
-    ctx = RunContext(task="mrcr", model=backend, journal=journal, limit=limit, batch_size=batch_size,
-                     log_prompts=log_prompts)
-    return run_task(ctx, task)[0]
+    return run_standalone(task, "mrcr", backend,
+                          journal=journal, limit=limit, batch_size=batch_size, log_prompts=log_prompts)
 
 
 def deviations(prompting: dict, counter: BinCounter) -> list[str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from jaxeval.benchmarks.base import RunContext, limit_count, prompt_fields, prompt_text
-from jaxeval.benchmarks.loop import Done, Generate, Group, Read, Sample, Task, run_groups, run_task
+from jaxeval.benchmarks.base import RunContext, limit_count, prompt_fields, prompt_text, run_standalone
+from jaxeval.benchmarks.loop import Done, Generate, Group, Read, Sample, Task, run_groups
 from jaxeval.benchmarks.ruler.fitting import RulerSkip
 from jaxeval.benchmarks.ruler.metrics import ROW, nulls, postprocess, task_score
 from jaxeval.benchmarks.ruler.samples import SampleSpec, load_or_generate, question_count
@@ -208,6 +208,5 @@ def run_unit(model, run: RulerRun, task: str, length: int, limit, journal, batch
 
 
 def run_ruler(model, run: RulerRun, *, limit=None, journal=None, batch_size: int = 8, log_prompts: bool = False) -> dict:
-    ctx = RunContext(task="ruler", model=model, journal=journal, limit=limit, batch_size=batch_size,
-                     log_prompts=log_prompts)
-    return run_task(ctx, RulerTask(model, run, limit=limit, log_prompts=log_prompts))[0]
+    return run_standalone(RulerTask(model, run, limit=limit, log_prompts=log_prompts), "ruler", model, journal=journal,
+                          limit=limit, batch_size=batch_size, log_prompts=log_prompts)
