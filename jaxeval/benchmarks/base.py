@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 from typing import Callable
 
 from jaxeval.benchmarks import settings as settings_fields
-from jaxeval.benchmarks.loop import check_limit, limit_count, limited, run_task  # noqa: F401 (--limit: the loop's)
+from jaxeval.benchmarks.loop import (  # noqa: F401 (--limit and the --log_samples prompt fields: the loop's)
+    check_limit, limit_count, limited, prompt_fields, prompt_text, run_task,
+)
 
 
 def parse_limit(text) -> int | float:
@@ -41,18 +42,6 @@ def parse_limit(text) -> int | float:
             return float(value)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer or a fraction, got {text!r}") from None
-
-
-def prompt_fields(text: str, tokens: int, with_text: bool = False) -> dict:
-    """A sample's prompt in the --log_samples rows: the sha256 of its text (UTF-8), its length in
-    tokens, and with --log_samples_prompts the text itself."""
-    fields = {"prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "prompt_tokens": tokens}
-    return {**fields, "prompt": text} if with_text else fields
-
-
-def prompt_text(tokenizer, ids) -> str:
-    """The text of prompt ids as the model got them (special tokens kept: the chat template's too)."""
-    return tokenizer.decode(list(ids), skip_special_tokens=False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,6 +33,7 @@ still calls run_groups for the samples that do fit.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 from typing import Any, Callable, Sequence
 
@@ -144,6 +145,18 @@ def limited(items: Sequence, limit) -> list:
     return list(items)[:limit_count(len(items), limit)]
 
 
+def prompt_fields(text: str, tokens: int, with_text: bool = False) -> dict:
+    """A sample's prompt in the --log_samples rows: the sha256 of its text (UTF-8), its length in
+    tokens, and with --log_samples_prompts the text itself."""
+    fields = {"prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "prompt_tokens": tokens}
+    return {**fields, "prompt": text} if with_text else fields
+
+
+def prompt_text(tokenizer, ids) -> str:
+    """The text of prompt ids as the model got them (special tokens kept: the chat template's too)."""
+    return tokenizer.decode(list(ids), skip_special_tokens=False)
+
+
 def read_rows(ctx) -> int:
     """Sequences read per step: ctx.read_rows where given, else --batch_size on an accelerator and one
     on CPU (jaxeval.engine.batch_read.rows_per_step)."""
@@ -238,3 +251,16 @@ def answer(ctx, requests: dict[int, Generate | Read | None]) -> dict[int, Any]:
             results = [model.read(*triple) for triple in triples]
         out.update(zip(reads, results))
     return out
+
+
+def sample_rows(ctx, task: Task, done: Done) -> list[dict]:
+    """A group's --log_samples rows: the key, the prompt (prompt_fields: its sha256 and tokens, the
+    text too with --log_samples_prompts; the request is built again for a resumed sample) and the
+    record."""
+    rows = []
+    for sample, record in zip(done.samples, done.records):
+        request = task.request(sample)
+        ids = request.prompt if isinstance(request, Generate) else request.ids if isinstance(request, Read) else None
+        prompt = {} if ids is None else prompt_fields(prompt_text(ctx.model.tokenizer, ids), len(ids), ctx.log_prompts)
+        rows.append({"key": sample.key, **prompt, **record})
+    return rows
