@@ -23,7 +23,12 @@ The loop (run_task) does:
   progress; a record is the JSON round-tripped one, so a resumed run scores the same values;
 - batching: a journal batch of --batch_size samples; their generate requests with equal options go
   out in one call (batch_size prompts per engine batch), their reads rows_per_step per step;
+- the --log_samples rows: prompt_fields (the prompt's sha256 and tokens, its text with
+  --log_samples_prompts) and sample_rows (key, prompt fields, record);
 - plan counting: `jaxeval plan` runs the same loop on a counting model (plan/counting.py).
+
+Groups run one after the other as Task.groups() yields them, each handed to Task.finish as it
+ends (a task whose groups hold long prompts reduces them there), then Task.summarize gets them all.
 
 Benchmark.run() is the escape hatch where a benchmark's work does not fit one request per sample
 (the agent bench's rules configs: prefix-shared reads of every sequence of a session); such a run
