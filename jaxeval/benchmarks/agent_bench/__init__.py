@@ -11,7 +11,7 @@ from jaxeval.benchmarks.agent_bench.data import (
     read_hub_records, split_files,
 )
 from jaxeval.benchmarks.agent_bench.facts import facts_metrics
-from jaxeval.benchmarks.agent_bench.output import (
+from jaxeval.benchmarks.agent_bench.runner import (
     HEADLINE_ROWS, format_rows_table, headline_rows, run_agent_bench, score_facts_item, score_tool_calls_item,
 )
 from jaxeval.benchmarks.agent_bench.rules import rules_metrics

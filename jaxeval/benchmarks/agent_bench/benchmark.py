@@ -52,7 +52,7 @@ class AgentBench(Benchmark):
     def run(self, ctx: RunContext, settings: AgentBenchSettings) -> tuple[dict, str]:
         """Teacher-forced reads of every selected config and length: facts and tool_calls on the
         sample loop, the rules configs' prefix-shared reads of whole sessions beside it."""
-        from jaxeval.benchmarks.agent_bench.output import agent_bench_result, format_rows_table
+        from jaxeval.benchmarks.agent_bench.runner import agent_bench_result, format_rows_table
 
         tokenizer = require_tokenizer(ctx.model, "longctx-agent-bench")
         result = agent_bench_result(ctx, tokenizer, settings.data, split_list(settings.sets),
