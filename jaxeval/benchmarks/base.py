@@ -8,13 +8,15 @@ A benchmark package defines one subclass and one instance:
         tasks = ("longbench", "longbench_e")  # what `--tasks` may name
         Settings = LongBenchSettings          # frozen dataclass of jaxeval.benchmarks.settings.setting fields
 
-        def run(self, ctx, settings): ...     # -> (result section, printed table)
+        def samples(self, ctx, settings): ... # -> a jaxeval.benchmarks.loop.Task: groups of samples,
+                                              #    request(sample), score(sample, output), summarize
 
-A runner gets a RunContext (model, journal, the shared run settings) and its own Settings, never
-the command line. Journal: ctx.journal is None or has get(key) -> dict | None and put(key, record)
-(jaxeval/run/journal.py); jaxeval.run.resumable.map_journaled is the loop that resumes,
-shares work between hosts and shows progress. A `sample_log` list in the result (dicts with a
-"key") goes to the --log_samples JSONL, not the results file. The run's config hash covers the
+The framework's sample loop (jaxeval/benchmarks/loop.py) runs the Task: --limit, order, the
+journal (resume by key, hosts, progress), batching of the model's requests. `run(ctx, settings)`
+is the escape hatch for work that is not one request per sample. A runner gets a RunContext
+(model, journal, the shared run settings) and its own Settings, never the command line. A
+`sample_log` list in the result (dicts with a "key") goes to the --log_samples JSONL, not the
+results file. The run's config hash covers the
 shared settings and the hashed Settings of the benchmarks whose tasks run, nothing else.
 """
 
@@ -22,48 +24,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
-import math
-from typing import Callable, Sequence
+from typing import Callable
 
 from jaxeval.benchmarks import settings as settings_fields
-from jaxeval.errors import ConfigError
+from jaxeval.benchmarks.loop import (  # noqa: F401 (--limit and the --log_samples prompt fields: the loop's)
+    check_limit, limit_count, limited, prompt_fields, prompt_text, run_task,
+)
 from jaxeval.options.run import parse_limit  # noqa: F401  (its home before RunOptions)
-
-
-def check_limit(limit, what: str = "--limit") -> None:
-    """A ConfigError unless limit is None, an integer >= 1 or a fraction 0 < limit < 1."""
-    if limit is None or (isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1):
-        return
-    if isinstance(limit, float) and 0.0 < limit < 1.0:
-        return
-    raise ConfigError(f"{what} must be a positive integer or a fraction between 0 and 1, got {limit!r}")
-
-
-def limit_count(total: int, limit) -> int:
-    """How many of `total` items --limit keeps: all (None), the first N, or with 0 < limit < 1 that
-    share rounded up, as lm-eval does (int(math.ceil(total * limit)))."""
-    check_limit(limit, "limit")
-    if limit is None:
-        return total
-    return min(total, int(math.ceil(total * limit)) if isinstance(limit, float) else limit)
-
-
-def prompt_fields(text: str, tokens: int, with_text: bool = False) -> dict:
-    """A sample's prompt in the --log_samples rows: the sha256 of its text (UTF-8), its length in
-    tokens, and with --log_samples_prompts the text itself."""
-    fields = {"prompt_sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(), "prompt_tokens": tokens}
-    return {**fields, "prompt": text} if with_text else fields
-
-
-def prompt_text(tokenizer, ids) -> str:
-    """The text of prompt ids as the model got them (special tokens kept: the chat template's too)."""
-    return tokenizer.decode(list(ids), skip_special_tokens=False)
-
-
-def limited(items: Sequence, limit) -> list:
-    """The first limit_count(len(items), limit) items."""
-    return list(items)[:limit_count(len(items), limit)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +70,7 @@ class RunContext:
     journal: object | None = None
     limit: int | float | None = None  # first N items per config and length, or that fraction (limited())
     batch_size: int = 8
+    read_rows: int | None = None  # sequences read per step; None: the sample loop's rule (loop.read_rows)
     seed: int = 0
     model_path: str = ""  # as the user gave it (for messages)
     output_folder: str = "results"
@@ -116,7 +84,7 @@ class RunContext:
 
 
 class Benchmark:
-    """Override `run`; the other hooks have defaults a minimal benchmark can keep."""
+    """Define `samples` (or override `run`); the other hooks have defaults a minimal benchmark can keep."""
 
     name: str = ""
     tasks: tuple[str, ...] = ()
@@ -190,9 +158,19 @@ class Benchmark:
         return None
 
     # -- the run ---------------------------------------------------------------------------------
+    def samples(self, ctx: RunContext, settings):
+        """ctx.task's samples and how each is run, scored and summarised: a
+        jaxeval.benchmarks.loop.Task, which the framework's sample loop runs (limit, order, journal,
+        batching, progress). None: the benchmark overrides run() instead."""
+        return None
+
     def run(self, ctx: RunContext, settings) -> tuple[dict, str]:
-        """Run ctx.task -> (result section, table printed after it)."""
-        raise NotImplementedError(f"{type(self).__name__}.run")
+        """Run ctx.task -> (result section, table printed after it): samples() through the sample
+        loop; override only where a task's work is not one request per sample."""
+        task = self.samples(ctx, settings)
+        if task is None:
+            raise NotImplementedError(f"{type(self).__name__} defines neither samples() nor run()")
+        return run_task(ctx, task)
 
     def summarize(self, task: str, result: dict) -> dict | None:
         """The results-JSON sections of a result (docs/results_schema.md); None: details only."""
@@ -240,3 +218,9 @@ class Benchmark:
 
     def add_commands(self, subparsers, model_options: Callable, load_model: Callable) -> None:
         """Subcommands of its own (`jaxeval agent-bench`)."""
+
+
+def run_standalone(task, name: str, model, **context) -> dict:
+    """The details section of a loop Task run outside `jaxeval run` (the run_<benchmark> functions
+    of the library and the tests); context: RunContext fields (journal, limit, batch_size, ...)."""
+    return run_task(RunContext(task=name, model=model, **context), task)[0]

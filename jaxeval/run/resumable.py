@@ -1,5 +1,6 @@
 """map_journaled: compute the records of a list of sample keys, resuming from the journal and
-sharing the work between hosts; the one loop benchmark runners use for their samples."""
+sharing the work between hosts; the framework's sample loop (jaxeval/benchmarks/loop.py) journals
+every benchmark's samples through it."""
 
 from __future__ import annotations
 

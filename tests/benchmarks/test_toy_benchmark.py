@@ -1,7 +1,8 @@
 """A new benchmark is one package plus one registry line: a toy benchmark defined here, registered
 at test time, runs through `jaxeval run` end to end (flags, YAML keys, journal and resume,
-results, `jaxeval ls`, `jaxeval validate`, its own view in `jaxeval report`). The model is a
-stand-in (no weights): what is tested is the plumbing, not a model."""
+results, `jaxeval ls`, `jaxeval validate`, its own view in `jaxeval report`), its samples on the
+framework's sample loop. The model is a stand-in (no weights): what is tested is the plumbing, not
+a model."""
 
 from __future__ import annotations
 
@@ -14,11 +15,11 @@ import pytest
 
 from jaxeval.benchmarks import registry
 from jaxeval.benchmarks.base import Benchmark, RunContext
+from jaxeval.benchmarks.loop import Group, Sample, Task
 from jaxeval.benchmarks.settings import setting
 from jaxeval.cli import main
 from jaxeval.errors import ConfigError
 from jaxeval.report.data import BenchmarkView, Table
-from jaxeval.run.resumable import map_journaled
 
 COMPUTED: list[int] = []  # item indices computed (not resumed), over the test
 
@@ -29,6 +30,29 @@ class ToySettings:
     scale: float = setting(1.0, "multiplies every score")
     shout: bool = setting(False, "upper-case the word first")
     notes: str | None = setting(None, "a file name that changes no number", hashed=False)
+
+
+class ToyTask(Task):
+    """Six samples on the framework's loop; none asks the model anything (request None)."""
+
+    def __init__(self, ctx: RunContext, settings: ToySettings):
+        self.ctx, self.settings = ctx, settings
+        self.word = settings.word.upper() if settings.shout else settings.word
+
+    def groups(self):
+        return [Group("toy", [Sample(f"toy/main/all/{i}/0", i) for i in range(6)])]
+
+    def request(self, sample):
+        return None
+
+    def score(self, sample, output):
+        COMPUTED.append(sample.item)
+        return {"score": self.settings.scale * (sample.item % len(self.word)) / len(self.word)}
+
+    def summarize(self, done):
+        records = done[0].records
+        mean = sum(r["score"] for r in records) / len(records)
+        return {"mean": mean, "word": self.word, "model": self.ctx.model.path}, f"toy mean {mean:.4f}"
 
 
 class Toy(Benchmark):
@@ -46,18 +70,8 @@ class Toy(Benchmark):
     def validate(self, task, settings):
         return [f"toy: the word {settings.word!r} is valid"]
 
-    def run(self, ctx: RunContext, settings: ToySettings):
-        word = settings.word.upper() if settings.shout else settings.word
-        items = list(range(ctx.limit or 6))
-
-        def compute(batch):
-            COMPUTED.extend(batch)
-            return [{"score": settings.scale * (i % len(word)) / len(word)} for i in batch]
-
-        records = map_journaled(ctx.journal, [f"toy/main/all/{i}/0" for i in items], compute,
-                                batch_size=ctx.batch_size, desc="toy")
-        mean = sum(r["score"] for r in records) / len(records)
-        return {"mean": mean, "word": word, "model": ctx.model.path}, f"toy mean {mean:.4f}"
+    def samples(self, ctx: RunContext, settings: ToySettings):
+        return ToyTask(ctx, settings)
 
     def summarize(self, task, result):
         return {"results": {"toy/main": {"mean": result["mean"]}}, "versions": self.version,

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome, facts_metrics
-from jaxeval.benchmarks.agent_bench.output import headline_rows
+from jaxeval.benchmarks.agent_bench.runner import headline_rows
 from jaxeval.benchmarks.agent_bench.tool_calls import ToolItemOutcome, ToolTargetOutcome, tool_calls_metrics
 from jaxeval.benchmarks.longbench.results import score_datasets
 from jaxeval.benchmarks.longbench.scoring import PredictionRow

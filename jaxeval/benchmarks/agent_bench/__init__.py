@@ -10,13 +10,13 @@ from jaxeval.benchmarks.agent_bench.data import (
     CONFIGS, HUB_ID, SHIPPED_DATA, SPLITS, FactsItem, FactsTarget, items_from_records, load_split,
     read_hub_records, split_files,
 )
-from jaxeval.benchmarks.agent_bench.facts import facts_metrics, score_facts_item
-from jaxeval.benchmarks.agent_bench.output import (
-    HEADLINE_ROWS, format_rows_table, headline_rows, run_agent_bench,
+from jaxeval.benchmarks.agent_bench.facts import facts_metrics
+from jaxeval.benchmarks.agent_bench.runner import (
+    HEADLINE_ROWS, format_rows_table, headline_rows, run_agent_bench, score_facts_item, score_tool_calls_item,
 )
 from jaxeval.benchmarks.agent_bench.rules import rules_metrics
 from jaxeval.benchmarks.agent_bench.schema import validate_record
-from jaxeval.benchmarks.agent_bench.tool_calls import score_tool_calls_item, tool_calls_metrics
+from jaxeval.benchmarks.agent_bench.tool_calls import tool_calls_metrics
 
 __all__ = [
     "CONFIGS", "HEADLINE_ROWS", "HUB_ID", "SHIPPED_DATA", "SPLITS", "Alignment", "FactsItem",

@@ -50,16 +50,14 @@ class AgentBench(Benchmark):
                 for config in split_list(settings.sets) for split in split_list(settings.lengths)]
 
     def run(self, ctx: RunContext, settings: AgentBenchSettings) -> tuple[dict, str]:
-        """Teacher-forced reads of every selected config and length."""
-        from jaxeval.benchmarks.agent_bench import format_rows_table, run_agent_bench
-        from jaxeval.engine.batch_read import rows_per_step
+        """Teacher-forced reads of every selected config and length: facts and tool_calls on the
+        sample loop, the rules configs' prefix-shared reads of whole sessions beside it."""
+        from jaxeval.benchmarks.agent_bench.runner import agent_bench_result, format_rows_table
 
         tokenizer = require_tokenizer(ctx.model, "longctx-agent-bench")
-        result = run_agent_bench(ctx.model, tokenizer, settings.data, sets=split_list(settings.sets),
-                                 lengths=split_list(settings.lengths), limit=ctx.limit, mode=settings.mode,
-                                 save_scores=settings.save_scores, reference_scores=settings.reference_scores,
-                                 journal=ctx.journal, log_prompts=ctx.log_prompts,
-                                 batch_size=rows_per_step(ctx.batch_size))
+        result = agent_bench_result(ctx, tokenizer, settings.data, split_list(settings.sets),
+                                    split_list(settings.lengths), settings.mode, settings.save_scores,
+                                    settings.reference_scores)
         return result, format_rows_table(result)
 
     def summarize(self, task: str, result: dict) -> dict:

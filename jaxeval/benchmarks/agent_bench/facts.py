@@ -12,7 +12,6 @@ import dataclasses
 from typing import Sequence
 
 
-from jaxeval.benchmarks.agent_bench.span_reads import read_spans_many
 from jaxeval.benchmarks.agent_bench.align import (
     TEXT_MODE, Alignment, align_stored_ids, align_text, stored_ids_problem,
 )
@@ -64,23 +63,7 @@ def check_length(backend, n_tokens: int, config: str, split: str, item_id: str) 
             f"than the model's maximum of {max_length} tokens")
 
 
-def score_facts_item(backend, tokenizer, item: FactsItem, split: str, mode: str = "auto") -> ItemOutcome:
-    """Read the item once with every aligned answer token as a target, and score its queries."""
-    return score_facts_items(backend, tokenizer, [item], split, mode)[0]
-
-
-def score_facts_items(backend, tokenizer, items: Sequence[FactsItem], split: str, mode: str = "auto",
-                      batch_size: int = 1) -> list[ItemOutcome]:
-    """score_facts_item of every item, their reads batch_size per step where the backend batches."""
-    aligned = [align_item(tokenizer, item, mode) for item in items]
-    for item, (alignment, _) in zip(items, aligned):
-        check_length(backend, len(alignment.ids), "facts", split, item.id)
-    reads = read_spans_many(backend, [(a.ids, a.span_positions) for a, _ in aligned], batch_size)
-    return [_facts_outcome(item, alignment, note, item_reads)
-            for item, (alignment, note), item_reads in zip(items, aligned, reads)]
-
-
-def _facts_outcome(item: FactsItem, alignment: Alignment, note: str | None, reads) -> ItemOutcome:
+def facts_outcome(item: FactsItem, alignment: Alignment, note: str | None, reads) -> ItemOutcome:
     outcomes = []
     for index, (target, span) in enumerate(zip(item.targets, reads)):
         if span is None:

@@ -6,6 +6,8 @@ import dataclasses
 
 import numpy as np
 
+from jaxeval.benchmarks.loop import Read
+
 
 @dataclasses.dataclass(frozen=True)
 class SpanRead:
@@ -15,25 +17,21 @@ class SpanRead:
     correct_tokens: int
 
 
-def read_spans_many(backend, texts, batch_size: int = 1) -> list[list[SpanRead | None]]:
-    """Per (ids, span_positions) text (span_positions: per span the token positions it covers, or None
-    when unaligned), per span a SpanRead or None: one read per text with an aligned span.
-    batch_size > 1 and a backend with read_batch (jaxeval.api.Model): texts of one length bucket
-    are read several per step (jaxeval.engine.batch_read), with the same results."""
-    requests = []  # (text index, ids, positions, tokens)
-    for n, (ids, span_positions) in enumerate(texts):
-        positions = np.asarray([p for span in span_positions if span is not None for p in span], dtype=np.int32)
-        if len(positions):
-            requests.append((n, ids, positions, ids[positions]))  # the true next token at each read position
-    if batch_size > 1 and hasattr(backend, "read_batch"):
-        results = backend.read_batch([(ids, positions, tokens) for _, ids, positions, tokens in requests],
-                                     batch_size=batch_size)
-    else:
-        results = [backend.read(ids, positions, tokens) for _, ids, positions, tokens in requests]
-    out: list[list[SpanRead | None]] = [[None] * len(span_positions) for _, span_positions in texts]
-    for (n, _, positions, tokens), result in zip(requests, results):
-        out[n] = _spans(texts[n][1], positions, tokens, result)
-    return out
+def span_read(ids, span_positions) -> Read | None:
+    """The one read of a text (span_positions: per span the token positions it covers, or None when
+    unaligned): every aligned span's positions, each with the true next token; None when no span
+    is aligned (nothing to read)."""
+    positions = np.asarray([p for span in span_positions if span is not None for p in span], dtype=np.int32)
+    if not len(positions):
+        return None
+    return Read(ids, positions, ids[positions])
+
+
+def spans_of(span_positions, request: Read | None, result) -> list[SpanRead | None]:
+    """Per span a SpanRead from the text's read (None: unaligned, or no read at all)."""
+    if request is None:
+        return [None] * len(span_positions)
+    return _spans(span_positions, request.positions, request.tokens, result)
 
 
 def _spans(span_positions, positions: np.ndarray, tokens: np.ndarray, result) -> list[SpanRead | None]:

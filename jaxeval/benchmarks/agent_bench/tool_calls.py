@@ -13,11 +13,9 @@ import dataclasses
 from typing import Sequence
 
 
-from jaxeval.benchmarks.agent_bench.span_reads import read_spans_many
 from jaxeval.benchmarks.agent_bench.align import TEXT_MODE, align_stored_ids, align_text, stored_ids_problem
 from jaxeval.benchmarks.agent_bench.data import ToolCallsItem
 from jaxeval.benchmarks.agent_bench.distance import by_distance
-from jaxeval.benchmarks.agent_bench.facts import check_length
 from jaxeval.benchmarks.agent_bench.schema import TOOL_KINDS
 from jaxeval.errors import ConfigError
 from jaxeval.run.lm_eval_view import stderr
@@ -56,23 +54,7 @@ def align_spans(tokenizer, text: str, stored_ids, spans, mode: str):
     return align_text(tokenizer, text, spans), f"{problem}: tokenized the text (text mode)"
 
 
-def score_tool_calls_item(backend, tokenizer, item: ToolCallsItem, split: str, mode: str = "auto") -> ToolItemOutcome:
-    return score_tool_calls_items(backend, tokenizer, [item], split, mode)[0]
-
-
-def score_tool_calls_items(backend, tokenizer, items: Sequence[ToolCallsItem], split: str, mode: str = "auto",
-                           batch_size: int = 1) -> list[ToolItemOutcome]:
-    """score_tool_calls_item of every item, their reads batch_size per step where the backend batches."""
-    aligned = [align_spans(tokenizer, item.text, item.stored_ids, [t.char for t in item.targets], mode)
-               for item in items]
-    for item, (alignment, _) in zip(items, aligned):
-        check_length(backend, len(alignment.ids), "tool_calls", split, item.id)
-    reads = read_spans_many(backend, [(a.ids, a.span_positions) for a, _ in aligned], batch_size)
-    return [_tool_calls_outcome(item, alignment, note, read)
-            for item, (alignment, note), read in zip(items, aligned, reads)]
-
-
-def _tool_calls_outcome(item: ToolCallsItem, alignment, note: str | None, read) -> ToolItemOutcome:
+def tool_calls_outcome(item: ToolCallsItem, alignment, note: str | None, read) -> ToolItemOutcome:
     outcomes = []
     for target, span in zip(item.targets, read):
         base = dict(kind=target.kind, far=target.far, fresh=target.fresh, distance_tokens=target.distance_tokens)

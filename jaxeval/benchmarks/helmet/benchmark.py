@@ -208,8 +208,8 @@ class Helmet(Benchmark):
             lines.append(f"{unit.dataset} {unit.length}: {len(rows)} samples")
         return lines
 
-    def run(self, ctx: RunContext, settings: HelmetSettings) -> tuple[dict, str]:
-        from jaxeval.benchmarks.helmet.runner import GenerationSettings, run_helmet
+    def samples(self, ctx: RunContext, settings: HelmetSettings):
+        from jaxeval.benchmarks.helmet.runner import GenerationSettings, HelmetTask
 
         agenticlu = ctx.task == "helmet_agenticlu"
         units, data = helmet_task_units(settings, agenticlu)
@@ -224,11 +224,14 @@ class Helmet(Benchmark):
             llama2 = AutoTokenizer.from_pretrained(settings.llama2_tokenizer)
         judge, nli = make_judges(settings, ctx.judge, agenticlu)
         judge, nli = ctx.wrap_judge(judge, "judge"), ctx.wrap_judge(nli, "nli_judge")
-        result = run_helmet(ctx.model, units, data, limit=ctx.limit, settings=generation, judge=judge, nli=nli,
-                            agenticlu=agenticlu, agenticlu_prompt=settings.agenticlu_prompt, llama2_tokenizer=llama2,
-                            journal=ctx.journal, batch_size=ctx.batch_size, log_prompts=ctx.log_prompts)
-        _record_judge_summaries(result, judge, nli)
-        return result, format_table(result)
+
+        def table(result: dict) -> str:
+            _record_judge_summaries(result, judge, nli)
+            return format_table(result)
+
+        return HelmetTask(ctx.model, units, data, limit=ctx.limit, settings=generation, judge=judge, nli=nli,
+                          agenticlu=agenticlu, agenticlu_prompt=settings.agenticlu_prompt, llama2_tokenizer=llama2,
+                          log_prompts=ctx.log_prompts, table=table)
 
     def rescore(self, score: HelmetScoreOptions) -> int:
         """Re-score (and judge) saved outputs, write helmet_rescored.json; JUDGE_FAILURE_EXIT after

@@ -84,21 +84,14 @@ class LongBench(Benchmark):
         chosen = check_datasets(settings.datasets, e) if settings.datasets else (E_DATASETS if e else DATASETS)
         return [f"{task} {name}: {len(load_config(data, config_name(name, e)))} records valid" for name in chosen]
 
-    def run(self, ctx: RunContext, settings: LongBenchSettings) -> tuple[dict, str]:
-        from jaxeval.benchmarks.longbench import format_scores_table, run_longbench
+    def samples(self, ctx: RunContext, settings: LongBenchSettings):
+        from jaxeval.benchmarks.longbench.runner import LongBenchTask
 
-        tokenizer = require_tokenizer(ctx.model, "LongBench")
         kwargs = {"data": settings.data} if settings.data else {}
         if settings.datasets:
             kwargs["datasets"] = settings.datasets
-        result = run_longbench(ctx.model, tokenizer, e=ctx.task == "longbench_e", limit=ctx.limit,
-                               batch_size=ctx.batch_size, journal=ctx.journal, log_prompts=ctx.log_prompts, **kwargs)
-        result["sample_log"] = [{"key": "/".join(map(str, output["key"])) + "/0", "dataset": dataset, **output}
-                                for dataset, outputs in result["outputs"].items() for output in outputs]
-        for outputs in result["outputs"].values():  # prompt texts go to the samples file only
-            for output in outputs:
-                output.pop("prompt", None)
-        return result, format_scores_table(result)
+        return LongBenchTask(ctx.model, require_tokenizer(ctx.model, "LongBench"), e=ctx.task == "longbench_e",
+                             limit=ctx.limit, log_prompts=ctx.log_prompts, sample_log=True, **kwargs)
 
     def summarize(self, task: str, result: dict) -> dict:
         """The results-JSON sections of a LongBench or LongBench-E result (docs/results_schema.md)."""

@@ -114,20 +114,18 @@ class LongBenchPro(Benchmark):
         return scoring(settings.embedding_model, settings.semsim_backend, settings.embedding_dtype,
                        settings.rouge_recursion)
 
-    def run(self, ctx: RunContext, settings: LongBenchProSettings) -> tuple[dict, str]:
-        from jaxeval.benchmarks.longbench_pro.runner import run_longbench_pro
-        from jaxeval.benchmarks.longbench_pro.summary import format_table
+    def samples(self, ctx: RunContext, settings: LongBenchProSettings):
+        from jaxeval.benchmarks.longbench_pro.runner import LongBenchProTask
         from jaxeval.benchmarks.longbench_pro.tasks import SHIPPED_SAMPLE
 
         semsim, options = self._scoring(settings)
-        result = run_longbench_pro(
+        return LongBenchProTask(
             ctx.model, settings.data or SHIPPED_SAMPLE, mode=settings.mode, model_type=settings.model_type,
             runs=settings.runs, truncation_length=settings.truncation_length,
             truncation_tokenizer=settings.truncation_tokenizer, max_new_tokens=settings.max_new_tokens,
             temperature=settings.temperature, top_p=settings.top_p, seed=ctx.seed or 0,
-            chat_format=settings.chat_format, limit=ctx.limit, batch_size=ctx.batch_size, semsim=semsim,
-            options=options, journal=ctx.journal, log_prompts=ctx.log_prompts)
-        return result, format_table(result["summary"], result["extra"])
+            chat_format=settings.chat_format, limit=ctx.limit, semsim=semsim, options=options,
+            log_prompts=ctx.log_prompts)
 
     def describe(self) -> dict:
         from jaxeval.benchmarks.longbench_pro.tasks import DIMENSIONS, SECONDARY_TASKS

@@ -1,4 +1,4 @@
-"""run_longbench_pro: load, prompt, generate every sample `runs` times, score, summarise.
+"""LongBenchProTask and run_longbench_pro: load, prompt, generate every sample `runs` times, score, summarise.
 
 The backend is a jaxeval.engine.backend.GenerateBackend with .config.max_position_embeddings
 (jaxeval.api.Model). Each (record, run) is one sample, journaled under
@@ -13,17 +13,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from jaxeval.benchmarks.base import check_limit, limit_count, prompt_fields, prompt_text
+from jaxeval.benchmarks.base import check_limit, limit_count, prompt_fields, prompt_text, run_standalone
+from jaxeval.benchmarks.loop import Done, Generate, Generated, Group, Sample, Task
 from jaxeval.benchmarks.longbench_pro.data import LongBenchProRecord, load_records
 from jaxeval.benchmarks.longbench_pro.metrics import DEFAULT_OPTIONS, ScoringOptions
 from jaxeval.benchmarks.longbench_pro.prompts import (
     PromptSettings, build_prompt, question_field, reasoning_enabled, split_reasoning,
 )
 from jaxeval.benchmarks.longbench_pro.scoring import score_row, summarize_rows
+from jaxeval.benchmarks.longbench_pro.summary import format_table
 from jaxeval.benchmarks.longbench_pro.semsim import SemSimSettings, load_semsim
 from jaxeval.benchmarks.longbench_pro.tasks import RUNS_PER_SAMPLE, SHIPPED_SAMPLE, max_new_tokens_for
 from jaxeval.errors import ConfigError
-from jaxeval.generation import GenerationOptions, decoded, generate, require_tokenizer, resolve_chat_format
+from jaxeval.generation import GenerationOptions, require_tokenizer, resolve_chat_format
 
 OFFICIAL_TRUNCATION_TOKENIZER = "Qwen/Qwen2.5-7B-Instruct"  # any Qwen2.5 tokenizer.json is the same
 
@@ -92,6 +94,100 @@ def sample_key(mode: str, record_id: str, run: int) -> str:
     return f"longbench_pro/{mode}/{record_id}/{run}"
 
 
+class LongBenchProTask(Task):
+    """LongBench Pro on the sample loop: one group of (record, run) samples, run-major (--limit is
+    taken per primary task, select_records); each run samples from its own seed."""
+
+    def __init__(self, backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str = "nonthinking",
+                 model_type: str = "Instruct", runs: int = RUNS_PER_SAMPLE, truncation_length: int | None = None,
+                 truncation_tokenizer: str = "auto", max_new_tokens: int | None = None,
+                 temperature: float | None = None, top_p: float | None = None, seed: int = 0,
+                 chat_format: str = "auto", limit: int | None = None, semsim: SemSimSettings = SemSimSettings(),
+                 options: ScoringOptions = DEFAULT_OPTIONS, log_prompts: bool = False):
+        self.tokenizer = tokenizer = require_tokenizer(backend, "LongBench Pro")
+        if not isinstance(runs, int) or runs < 1:
+            raise ConfigError(f"runs must be a positive integer, got {runs!r}")
+        self.window = window = backend.config.max_position_embeddings
+        self.budget = budget = max_new_tokens if max_new_tokens is not None else max_new_tokens_for(mode)
+        self.deviations: list[str] = []
+        if truncation_length is None:  # the official L of a 128k-class model, or what the window leaves
+            truncation_length = 120_000 if window >= 128_000 else window - budget
+            if window < 128_000:
+                self.deviations.append(f"truncation length L = window {window} - output {budget} = "
+                                       f"{truncation_length} (official runs use a fixed L per model, 120000 for "
+                                       "128k models)")
+        self.settings = PromptSettings(mode=mode, model_type=model_type, truncation_length=truncation_length,
+                                       max_new_tokens=budget, chat_format=chat_format)
+        self.cut_tokenizer, self.cut_tokenizer_name, deviation = resolve_truncation_tokenizer(truncation_tokenizer,
+                                                                                              tokenizer)
+        if deviation:
+            self.deviations.append(deviation)
+        self.sampling = resolve_sampling(backend.path if hasattr(backend, "path") else "", temperature, top_p)
+        if self.sampling.temperature == 0.0 and runs > 1:
+            self.deviations.append(f"greedy decoding (temperature 0): the {runs} runs are identical")
+        self.reasoning = reasoning_enabled(mode, model_type)
+        self.data, self.mode, self.model_type, self.runs, self.seed = data, mode, model_type, runs, seed
+        self.truncation_length, self.chat_format, self.limit = truncation_length, chat_format, limit
+        self.semsim, self.options, self.log_prompts = semsim, options, log_prompts
+        self.every = load_records(data)
+        self.records = select_records(self.every, limit)
+        self.prompts: dict[str, object] = {}  # by key: the prompt built for a sample computed in this run
+
+    def groups(self) -> list[Group]:
+        return [Group("longbench_pro", [Sample(sample_key(self.mode, record.id, run), (record, run))
+                                        for run in range(1, self.runs + 1) for record in self.records],
+                      limit=False, unit="sample")]
+
+    def _prompt(self, record: LongBenchProRecord):
+        return build_prompt(record, self.settings, self.tokenizer, self.cut_tokenizer, self.window)
+
+    def request(self, sample: Sample) -> Generate:
+        record, run = sample.item
+        prompt = self.prompts[sample.key] = self._prompt(record)
+        return Generate(prompt.ids, GenerationOptions(self.budget, temperature=self.sampling.temperature,
+                                                      top_p=self.sampling.top_p, seed=self.seed + run - 1))
+
+    def score(self, sample: Sample, output: Generated) -> dict:
+        (record, run), prompt = sample.item, self.prompts.pop(sample.key)
+        prediction, reasoning_text = split_reasoning(output.text, self.reasoning)
+        return {"key": sample.key, "id": record.id, "bon_idx": run, **record.labels(),
+                "answer": list(record.answer), "target": list(record.answer), "prediction": prediction,
+                "raw_output": output.text, "reasoning_content": reasoning_text,
+                **prompt_fields(prompt_text(self.tokenizer, prompt.ids), len(prompt.ids)),
+                "message_tokens": prompt.message_tokens, "truncated": prompt.truncated,
+                "window_truncated": prompt.window_truncated,
+                "finish_reason": getattr(output.generation, "finish_reason", None)}
+
+    def summarize(self, done: list[Done]) -> tuple[dict, str]:
+        generated, deviations, tokenizer = done[0].records, list(self.deviations), self.tokenizer
+        similarity, semsim_description = load_semsim(self.semsim) if any(
+            r["secondary_task"].startswith("T4") for r in generated) else (None, {"model": None, "unused": True})
+        if semsim_description.get("deviation"):
+            deviations.append(semsim_description["deviation"])
+        samples = [score_row(row, similarity, self.options) for row in generated]
+        result = summarize_rows(samples, bon_num=self.runs)
+        result["samples"] = samples
+        result["sample_log"] = samples  # --log_samples: `jaxeval score --benchmark longbench_pro` reads them back
+        if self.log_prompts:  # the texts go to the samples file only (rebuilt: a resumed sample's prompt is not journaled)
+            texts = {record.id: prompt_text(tokenizer, self._prompt(record).ids) for record in self.records}
+            result["sample_log"] = [{**row, "prompt": texts[row["id"]]} for row in samples]
+        result["scoring"] = {**self.options.describe(), "semsim": semsim_description}
+        result["prompting"] = {
+            "data": str(self.data), "mode": self.mode, "model_type": self.model_type,
+            "question_field": question_field(self.mode, self.model_type), "reasoning_enabled": self.reasoning,
+            "runs": self.runs, "limit": self.limit, "truncation_length": self.truncation_length,
+            "truncation_tokenizer": self.cut_tokenizer_name, "max_new_tokens": self.budget, "window": self.window,
+            "chat_format": resolve_chat_format(self.chat_format, tokenizer),
+            "temperature": self.sampling.temperature, "top_p": self.sampling.top_p,
+            "sampling_source": self.sampling.source,
+            "seed": self.seed, "truncated": sum(1 for s in samples if s["truncated"]),
+            "window_truncated": sum(1 for s in samples if s["window_truncated"]),
+        }
+        result["deviations"] = deviations
+        result["records_before_limit"] = len(self.every)
+        return result, format_table(result["summary"], result["extra"])
+
+
 def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str = "nonthinking",
                       model_type: str = "Instruct", runs: int = RUNS_PER_SAMPLE, truncation_length: int | None = None,
                       truncation_tokenizer: str = "auto", max_new_tokens: int | None = None,
@@ -100,79 +196,10 @@ def run_longbench_pro(backend, data: str | Path = SHIPPED_SAMPLE, *, mode: str =
                       semsim: SemSimSettings = SemSimSettings(), options: ScoringOptions = DEFAULT_OPTIONS,
                       journal=None, log_prompts: bool = False) -> dict:
     """Generate and score LongBench Pro; returns summary, extra, samples, prompting, deviations."""
-    from jaxeval.run.resumable import map_journaled
-
-    tokenizer = require_tokenizer(backend, "LongBench Pro")
-    if not isinstance(runs, int) or runs < 1:
-        raise ConfigError(f"runs must be a positive integer, got {runs!r}")
-    window = backend.config.max_position_embeddings
-    budget = max_new_tokens if max_new_tokens is not None else max_new_tokens_for(mode)
-    deviations: list[str] = []
-    if truncation_length is None:  # the official L of a 128k-class model, or what the window leaves
-        truncation_length = 120_000 if window >= 128_000 else window - budget
-        if window < 128_000:
-            deviations.append(f"truncation length L = window {window} - output {budget} = {truncation_length} "
-                              "(official runs use a fixed L per model, 120000 for 128k models)")
-    settings = PromptSettings(mode=mode, model_type=model_type, truncation_length=truncation_length,
-                              max_new_tokens=budget, chat_format=chat_format)
-    cut_tokenizer, cut_tokenizer_name, deviation = resolve_truncation_tokenizer(truncation_tokenizer, tokenizer)
-    if deviation:
-        deviations.append(deviation)
-    sampling = resolve_sampling(backend.path if hasattr(backend, "path") else "", temperature, top_p)
-    if sampling.temperature == 0.0 and runs > 1:
-        deviations.append(f"greedy decoding (temperature 0): the {runs} runs are identical")
-    reasoning = reasoning_enabled(mode, model_type)
-
-    every = load_records(data)
-    records = select_records(every, limit)
-    pairs = [(record, run) for run in range(1, runs + 1) for record in records]
-    keys = [sample_key(mode, record.id, run) for record, run in pairs]
-
-    def compute(indices: list[int]) -> list[dict]:
-        out: dict[int, dict] = {}
-        for run in sorted({pairs[i][1] for i in indices}):
-            group = [i for i in indices if pairs[i][1] == run]
-            prompts = [build_prompt(pairs[i][0], settings, tokenizer, cut_tokenizer, window) for i in group]
-            options = GenerationOptions(budget, temperature=sampling.temperature, top_p=sampling.top_p,
-                                        seed=seed + run - 1)
-            generations = generate(backend, [p.ids for p in prompts], options, batch_size=batch_size)
-            for i, prompt, generation in zip(group, prompts, generations):
-                record, _ = pairs[i]
-                raw = decoded(tokenizer, generation)
-                prediction, reasoning_text = split_reasoning(raw, reasoning)
-                out[i] = {"key": keys[i], "id": record.id, "bon_idx": run, **record.labels(),
-                          "answer": list(record.answer), "target": list(record.answer), "prediction": prediction,
-                          "raw_output": raw, "reasoning_content": reasoning_text,
-                          **prompt_fields(prompt_text(tokenizer, prompt.ids), len(prompt.ids)),
-                          "message_tokens": prompt.message_tokens, "truncated": prompt.truncated,
-                          "window_truncated": prompt.window_truncated,
-                          "finish_reason": getattr(generation, "finish_reason", None)}
-        return [out[i] for i in indices]
-
-    generated = map_journaled(journal, keys, compute, batch_size=batch_size, desc="longbench_pro", unit="sample")
-    similarity, semsim_description = load_semsim(semsim) if any(
-        r["secondary_task"].startswith("T4") for r in generated) else (None, {"model": None, "unused": True})
-    if semsim_description.get("deviation"):
-        deviations.append(semsim_description["deviation"])
-    samples = [score_row(row, similarity, options) for row in generated]
-    result = summarize_rows(samples, bon_num=runs)
-    result["samples"] = samples
-    result["sample_log"] = samples  # --log_samples: `jaxeval score --benchmark longbench_pro` reads them back
-    if log_prompts:  # the texts go to the samples file only (rebuilt: a resumed sample's prompt is not journaled)
-        texts = {record.id: prompt_text(tokenizer, build_prompt(record, settings, tokenizer, cut_tokenizer, window).ids)
-                 for record in records}
-        result["sample_log"] = [{**row, "prompt": texts[row["id"]]} for row in samples]
-    result["scoring"] = {**options.describe(), "semsim": semsim_description}
-    result["prompting"] = {
-        "data": str(data), "mode": mode, "model_type": model_type,
-        "question_field": question_field(mode, model_type), "reasoning_enabled": reasoning,
-        "runs": runs, "limit": limit, "truncation_length": truncation_length,
-        "truncation_tokenizer": cut_tokenizer_name, "max_new_tokens": budget, "window": window,
-        "chat_format": resolve_chat_format(chat_format, tokenizer),
-        "temperature": sampling.temperature, "top_p": sampling.top_p, "sampling_source": sampling.source,
-        "seed": seed, "truncated": sum(1 for s in samples if s["truncated"]),
-        "window_truncated": sum(1 for s in samples if s["window_truncated"]),
-    }
-    result["deviations"] = deviations
-    result["records_before_limit"] = len(every)
-    return result
+    task = LongBenchProTask(backend, data, mode=mode, model_type=model_type, runs=runs,
+                            truncation_length=truncation_length, truncation_tokenizer=truncation_tokenizer,
+                            max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed,
+                            chat_format=chat_format, limit=limit, semsim=semsim, options=options,
+                            log_prompts=log_prompts)
+    return run_standalone(task, "longbench_pro", backend,
+                          journal=journal, limit=limit, batch_size=batch_size, log_prompts=log_prompts)

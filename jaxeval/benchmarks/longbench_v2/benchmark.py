@@ -65,19 +65,14 @@ class LongBenchV2(Benchmark):
     def variant(task: str, settings: LongBenchV2Settings) -> str:
         return "loglik" if task == "longbench_v2_loglik" else ("cot" if settings.cot else "0shot")
 
-    def run(self, ctx: RunContext, settings: LongBenchV2Settings) -> tuple[dict, str]:
+    def samples(self, ctx: RunContext, settings: LongBenchV2Settings):
         from jaxeval.benchmarks.longbench_v2.data import SHIPPED_SAMPLE
-        from jaxeval.benchmarks.longbench_v2.runner import run_longbench_v2
-        from jaxeval.benchmarks.longbench_v2.scoring import format_table
+        from jaxeval.benchmarks.longbench_v2.runner import LongBenchV2Task
 
-        variant = self.variant(ctx.task, settings)
-        result = run_longbench_v2(ctx.model, settings.data or SHIPPED_SAMPLE, variant=variant, max_len=settings.max_len,
-                                  chat_format=settings.chat_format, temperature=settings.temperature,
-                                  seed=ctx.seed or 0, limit=ctx.limit, batch_size=ctx.batch_size, journal=ctx.journal,
-                                  log_prompts=ctx.log_prompts)
-        label = {"0shot": "LongBench v2", "cot": "LongBench v2 (CoT)",
-                 "loglik": "LongBench v2 log-likelihood (not the official score)"}[variant]
-        return result, format_table(result["table"], label)
+        return LongBenchV2Task(ctx.model, settings.data or SHIPPED_SAMPLE, variant=self.variant(ctx.task, settings),
+                               max_len=settings.max_len, chat_format=settings.chat_format,
+                               temperature=settings.temperature, seed=ctx.seed or 0, limit=ctx.limit,
+                               log_prompts=ctx.log_prompts)
 
     def summarize(self, task: str, result: dict) -> dict:
         table, prompting = result["table"], result["prompting"]

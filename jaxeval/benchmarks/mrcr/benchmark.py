@@ -72,15 +72,13 @@ class Mrcr(Benchmark):
         data = settings.data or SHIPPED_SAMPLE
         return [f"{task}: {len(load_rows(data, parse_needles(settings.needles)))} rows valid in {data}"]
 
-    def run(self, ctx: RunContext, settings: MrcrSettings) -> tuple[dict, str]:
+    def samples(self, ctx: RunContext, settings: MrcrSettings):
         from jaxeval.benchmarks.mrcr.data import SHIPPED_SAMPLE
-        from jaxeval.benchmarks.mrcr.runner import run_mrcr
-        from jaxeval.benchmarks.mrcr.summary import format_table
+        from jaxeval.benchmarks.mrcr.runner import MrcrTask
 
-        result = run_mrcr(ctx.model, settings.data or SHIPPED_SAMPLE, needles=parse_needles(settings.needles),
-                          max_new_tokens=settings.max_new_tokens, bin_tokenizer=settings.bin_tokenizer,
-                          limit=ctx.limit, batch_size=ctx.batch_size, journal=ctx.journal, log_prompts=ctx.log_prompts)
-        return result, format_table(result["summary"], result["prompting"]["bin_tokenizer"])
+        return MrcrTask(ctx.model, settings.data or SHIPPED_SAMPLE, needles=parse_needles(settings.needles),
+                        max_new_tokens=settings.max_new_tokens, bin_tokenizer=settings.bin_tokenizer,
+                        limit=ctx.limit, log_prompts=ctx.log_prompts)
 
     def summarize(self, task: str, result: dict) -> dict:
         summary, prompting = result["summary"], result["prompting"]

@@ -96,10 +96,10 @@ class Ruler(Benchmark):
         lines += [f"ruler {kind}: {d['path']} ({d['about']}, sha256 {d['sha256'][:12]})" for kind, d in described.items()]
         return lines
 
-    def run(self, ctx: RunContext, settings: RulerSettings) -> tuple[dict, str]:
+    def samples(self, ctx: RunContext, settings: RulerSettings):
         from pathlib import Path
 
-        from jaxeval.benchmarks.ruler.runner import RulerRun, run_ruler
+        from jaxeval.benchmarks.ruler.runner import RulerRun, RulerTask
         from jaxeval.benchmarks.ruler.samples import default_cache_dir, resolve_template
 
         tasks, lengths = _check(settings)
@@ -110,10 +110,7 @@ class Ruler(Benchmark):
             else default_cache_dir()
         run = RulerRun(tuple(tasks), tuple(lengths), settings.seed, settings.num_samples, template_name,
                        model_template, files, cache, settings.teacher_forced, described)
-        result = run_ruler(ctx.model, run, limit=ctx.limit, journal=ctx.journal, batch_size=ctx.batch_size,
-                           log_prompts=ctx.log_prompts)
-        result["sample_log"] = [record for records in result["outputs"].values() for record in records]
-        return result, summary.format_table(result)
+        return RulerTask(ctx.model, run, limit=ctx.limit, log_prompts=ctx.log_prompts)
 
     def summarize(self, task: str, result: dict) -> dict:
         return summary.summarize(result)

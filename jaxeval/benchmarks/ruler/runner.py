@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from jaxeval.benchmarks.base import limit_count, prompt_fields, prompt_text
+from jaxeval.benchmarks.base import RunContext, limit_count, prompt_fields, prompt_text, run_standalone
+from jaxeval.benchmarks.loop import Done, Generate, Group, Read, Sample, Task, run_groups
 from jaxeval.benchmarks.ruler.fitting import RulerSkip
 from jaxeval.benchmarks.ruler.metrics import ROW, nulls, postprocess, task_score
 from jaxeval.benchmarks.ruler.samples import SampleSpec, load_or_generate, question_count
-from jaxeval.benchmarks.ruler.summary import length_averages
+from jaxeval.benchmarks.ruler.summary import format_table, length_averages
 from jaxeval.benchmarks.ruler.tasks import generator_of
-from jaxeval.generation import GenerationOptions, decoded, encode, generate
+from jaxeval.generation import GenerationOptions, encode
 
 TEACHER_FORCED_NOTE = ("teacher-forced diagnostic: log-probability of the gold answer after the answer prefix; "
                        "NOT the official RULER score")
@@ -49,29 +50,29 @@ def gold_text(row: dict, metric: str) -> str:
     return ("" if row["answer_prefix"].endswith(" ") else " ") + ", ".join(refs)
 
 
-def _generated(model, items, ttg, batch_size):
-    outputs = generate(model, [ids for ids, _ in items], GenerationOptions(ttg), batch_size=batch_size,
-                       what="the model")
-    return [{"pred": decoded(model.tokenizer, out)} for out in outputs]
+def _teacher_forced_read(tokenizer, ids, row, metric) -> Read:
+    gold = encode(tokenizer, gold_text(row, metric), add_special_tokens=False)
+    full = list(ids) + gold
+    return Read(full, list(range(len(ids), len(full))), gold)
 
 
-def _teacher_forced(model, items, metric):
-    records = []
-    for ids, row in items:
-        gold = encode(model.tokenizer, gold_text(row, metric), add_special_tokens=False)
-        full = list(ids) + gold
-        result = model.read(full, list(range(len(ids), len(full))), gold)
-        logprobs = [float(x) for x in result.logprobs]
-        records.append({"gold_tokens": len(gold), "gold_logprob": sum(logprobs),
-                        "gold_logprob_mean": sum(logprobs) / max(1, len(logprobs)),
-                        "greedy": bool(all(int(t) == g for t, g in zip(result.top1, gold)))})
-    return records
+def _teacher_forced_record(request: Read, result) -> dict:
+    gold, logprobs = request.tokens, [float(x) for x in result.logprobs]
+    return {"gold_tokens": len(gold), "gold_logprob": sum(logprobs),
+            "gold_logprob_mean": sum(logprobs) / max(1, len(logprobs)),
+            "greedy": bool(all(int(t) == g for t, g in zip(result.top1, gold)))}
 
 
-def run_unit(model, run: RulerRun, task: str, length: int, limit, journal, batch_size: int, log_prompts: bool):
-    """(unit summary, per-sample records) of one task at one length."""
-    from jaxeval.run.resumable import map_journaled
+@dataclasses.dataclass
+class _Unit:
+    summary: dict  # the unit's entry of "units"
+    items: list  # (sample index, prompt ids, row) of the samples that fit
+    metric: str = ""
+    outputs: bool = True  # its records go under outputs["<task>/<length>"] (not for a length past the window)
 
+
+def prepare_unit(model, run: RulerRun, task: str, length: int, limit) -> _Unit:
+    """One task at one length: its samples generated (or read from the cache) and those that fit."""
     gen = generator_of(task)
     spec = SampleSpec(task, length, run.seed, run.template_name, run.model_template, run.files)
     wanted = limit_count(run.num_samples, limit)
@@ -84,7 +85,7 @@ def run_unit(model, run: RulerRun, task: str, length: int, limit, journal, batch
     try:
         rows, cache = load_or_generate(spec, model.tokenizer, count, run.cache_dir)
     except RulerSkip as skip:
-        return {**unit, "samples": 0, "skipped": count, "skip_reason": str(skip)}, []
+        return _Unit({**unit, "samples": 0, "skipped": count, "skip_reason": str(skip)}, [], gen.metric)
     unit.update(haystack_size=cache["haystack_size"], cache=cache["cache"], cache_path=cache["path"])
     missing = count - len(rows)
     if cache["stuck"]:
@@ -101,53 +102,111 @@ def run_unit(model, run: RulerRun, task: str, length: int, limit, journal, batch
     if too_long:
         reason = f"{too_long} prompts + {gen.tokens_to_generate} new tokens exceed the model's window ({window})"
         unit.update(skipped=missing + too_long, skip_reason="; ".join(filter(None, [unit["skip_reason"], reason])))
-    prefix = "ruler_tf" if run.teacher_forced else "ruler"
-    keys = [f"{prefix}/{task}/{length}/{i}" for i, _, _ in items]
+    return _Unit(unit, items, gen.metric)
 
-    def compute(indices):
-        batch = [(items[j][1], items[j][2]) for j in indices]
-        return _teacher_forced(model, batch, gen.metric) if run.teacher_forced else \
-            _generated(model, batch, gen.tokens_to_generate, batch_size)
 
-    computed = map_journaled(journal, keys, compute, batch_size=batch_size, desc=f"ruler {task} {length}")
-    records = []
-    for key, (i, ids, row), out in zip(keys, items, computed):
-        record = {"key": key, "task": task, "length": length, "sample": i, "index": row["index"],
-                  "outputs": row["outputs"], "answer_prefix": row["answer_prefix"], "ruler_length": row["length"],
+def finish_unit(model, run: RulerRun, unit: _Unit, computed: list[dict], log_prompts: bool) -> tuple[dict, list]:
+    """(unit summary, per-sample records) from the samples' journaled records."""
+    summary, records = dict(unit.summary), []
+    if "samples" in summary:  # skipped whole (a generator's skip, a length past the window)
+        return summary, records
+    task, length, metric = summary["task"], summary["length"], unit.metric
+    for (i, ids, row), out in zip(unit.items, computed):
+        record = {"key": _key(run, task, length, i), "task": task, "length": length, "sample": i,
+                  "index": row["index"], "outputs": row["outputs"], "answer_prefix": row["answer_prefix"],
+                  "ruler_length": row["length"],
                   **prompt_fields(prompt_text(model.tokenizer, ids), len(ids), log_prompts), **out}
         if not run.teacher_forced:
-            record["score"] = 100 * ROW[gen.metric](postprocess(out["pred"]), row["outputs"])
+            record["score"] = 100 * ROW[metric](postprocess(out["pred"]), row["outputs"])
         records.append(record)
-    unit["samples"] = len(records)
+    summary["samples"] = len(records)
     if records and run.teacher_forced:
-        unit["teacher_forced"] = {"gold_logprob_mean": sum(r["gold_logprob_mean"] for r in records) / len(records),
-                                  "greedy_match": round(100 * sum(r["greedy"] for r in records) / len(records), 2),
-                                  "note": TEACHER_FORCED_NOTE}
+        summary["teacher_forced"] = {
+            "gold_logprob_mean": sum(r["gold_logprob_mean"] for r in records) / len(records),
+            "greedy_match": round(100 * sum(r["greedy"] for r in records) / len(records), 2),
+            "note": TEACHER_FORCED_NOTE}
     elif records:
         preds = [postprocess(r["pred"]) for r in records]
-        unit["score"] = task_score(gen.metric, preds, [r["outputs"] for r in records])
-        unit["nulls"] = nulls(preds)
-    return unit, records
+        summary["score"] = task_score(metric, preds, [r["outputs"] for r in records])
+        summary["nulls"] = nulls(preds)
+    return summary, records
+
+
+def _key(run: RulerRun, task: str, length: int, i: int) -> str:
+    return f"{'ruler_tf' if run.teacher_forced else 'ruler'}/{task}/{length}/{i}"
+
+
+class RulerTask(Task):
+    """RULER on the sample loop: one group per task and length (--limit is taken at the source: it
+    sets how many samples are generated); a sample's record is its prediction (or, teacher-forced,
+    its gold answer's log-probability)."""
+
+    def __init__(self, model, run: RulerRun, *, limit=None, log_prompts: bool = False):
+        self.model, self.run, self.limit, self.log_prompts = model, run, limit, log_prompts
+
+    def groups(self):
+        """One task at one length after the other (its samples generated just before it runs)."""
+        run, window = self.run, self.model.config.context_limit
+        for length in run.lengths:
+            if length > window:
+                reason = (f"longer than the model's window ({window} tokens): RULER fills the whole length, so no "
+                          f"sample of it fits; every task counted as skipped")
+                for task in run.tasks:
+                    yield Group(f"ruler {task} {length}", [], limit=False, info=_Unit(
+                        {"task": task, "length": length, "metric": generator_of(task).metric, "score": None,
+                         "samples": 0, "skipped": limit_count(run.num_samples, self.limit), "skip_reason": reason},
+                        [], outputs=False))
+                continue
+            for task in run.tasks:
+                unit = prepare_unit(self.model, run, task, length, self.limit)
+                samples = [Sample(_key(run, task, length, i), (ids, row, unit.metric, generator_of(task)))
+                           for i, ids, row in unit.items]
+                yield Group(f"ruler {task} {length}", samples, limit=False, info=unit)
+
+    def request(self, sample: Sample) -> Generate | Read:
+        ids, row, metric, gen = sample.item
+        if self.run.teacher_forced:
+            return _teacher_forced_read(self.model.tokenizer, ids, row, metric)
+        return Generate(ids, GenerationOptions(gen.tokens_to_generate))
+
+    def score(self, sample: Sample, output) -> dict:
+        if self.run.teacher_forced:
+            return _teacher_forced_record(self.request(sample), output)
+        return {"pred": output.text}
+
+    def finish(self, done: Done) -> tuple[_Unit, dict, list]:
+        unit = done.group.info
+        return (unit, *finish_unit(self.model, self.run, unit, done.records, self.log_prompts))
+
+    def summarize(self, done: list[tuple[_Unit, dict, list]]) -> tuple[dict, str]:
+        run, units, outputs, skipped_lengths = self.run, [], {}, {}
+        for unit, summary, records in done:
+            units.append(summary)
+            if unit.outputs:
+                outputs[f"{summary['task']}/{summary['length']}"] = records
+            else:
+                skipped_lengths[str(summary["length"])] = summary["skip_reason"]
+        averages = length_averages(units, run.tasks, run.teacher_forced)
+        result = {"benchmark": "ruler", "mode": "teacher_forced" if run.teacher_forced else "generate",
+                  "official_score": not run.teacher_forced, "seed": run.seed, "num_samples": run.num_samples,
+                  "limit": self.limit, "template": run.template_name, "model_template": run.model_template,
+                  "lengths": list(run.lengths), "tasks": list(run.tasks), "data": run.data,
+                  "units": units, "skipped_lengths": skipped_lengths, **averages, "outputs": outputs}
+        result["sample_log"] = [record for records in outputs.values() for record in records]
+        return result, format_table(result)
+
+
+def run_unit(model, run: RulerRun, task: str, length: int, limit, journal, batch_size: int, log_prompts: bool):
+    """(unit summary, per-sample records) of one task at one length."""
+    task_run = RulerTask(model, run, limit=limit, log_prompts=log_prompts)
+    unit = prepare_unit(model, run, task, length, limit)
+    samples = [Sample(_key(run, task, length, i), (ids, row, unit.metric, generator_of(task)))
+               for i, ids, row in unit.items]
+    ctx = RunContext(task="ruler", model=model, journal=journal, limit=limit, batch_size=batch_size)
+    (done,) = run_groups(ctx, task_run, [Group(f"ruler {task} {length}", samples, limit=False, info=unit)])
+    return finish_unit(model, run, unit, done.records, log_prompts)
 
 
 def run_ruler(model, run: RulerRun, *, limit=None, journal=None, batch_size: int = 8, log_prompts: bool = False) -> dict:
-    window = model.config.context_limit
-    units, outputs, skipped_lengths = [], {}, {}
-    for length in run.lengths:
-        if length > window:
-            skipped_lengths[str(length)] = (f"longer than the model's window ({window} tokens): RULER fills the "
-                                            f"whole length, so no sample of it fits; every task counted as skipped")
-            units += [{"task": task, "length": length, "metric": generator_of(task).metric, "score": None,
-                       "samples": 0, "skipped": limit_count(run.num_samples, limit),
-                       "skip_reason": skipped_lengths[str(length)]} for task in run.tasks]
-            continue
-        for task in run.tasks:
-            unit, records = run_unit(model, run, task, length, limit, journal, batch_size, log_prompts)
-            units.append(unit)
-            outputs[f"{task}/{length}"] = records
-    averages = length_averages(units, run.tasks, run.teacher_forced)
-    return {"benchmark": "ruler", "mode": "teacher_forced" if run.teacher_forced else "generate",
-            "official_score": not run.teacher_forced, "seed": run.seed, "num_samples": run.num_samples,
-            "limit": limit, "template": run.template_name, "model_template": run.model_template,
-            "lengths": list(run.lengths), "tasks": list(run.tasks), "data": run.data,
-            "units": units, "skipped_lengths": skipped_lengths, **averages, "outputs": outputs}
+    return run_standalone(RulerTask(model, run, limit=limit, log_prompts=log_prompts), "ruler", model, journal=journal,
+                          limit=limit, batch_size=batch_size, log_prompts=log_prompts)

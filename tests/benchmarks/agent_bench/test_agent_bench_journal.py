@@ -6,7 +6,7 @@ import json
 import pytest
 
 from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome
-from jaxeval.benchmarks.agent_bench.output import outcome_from_record
+from jaxeval.benchmarks.agent_bench.runner import outcome_from_record
 from jaxeval.benchmarks.agent_bench.tool_calls import ToolItemOutcome, ToolTargetOutcome
 from jaxeval.errors import DataError
 

@@ -53,16 +53,16 @@ def test_run_scores_skips_the_length_beyond_the_window_and_resumes(model, tmp_pa
     (journal,) = (tmp_path / "out").glob("*.journal.jsonl")
     assert len(journal.read_text().splitlines()) == 1 + 4
     # resumed: nothing is generated again, the samples come from the cache, the scores are the same
-    from jaxeval.benchmarks.ruler import runner
+    from jaxeval.benchmarks import loop
     from jaxeval.plan.counting import CountingModel
 
-    real = runner.generate
+    real = loop.generate
 
     def only_planned(backend, *args, **kwargs):  # the run's plan counts requests; the model generates nothing
         assert isinstance(backend, CountingModel), "generated again"
         return real(backend, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "generate", only_planned)
+    monkeypatch.setattr(loop, "generate", only_planned)  # the sample loop sends every request
     assert main(flags) == 0
     again = json.loads(results.read_text())["details"]["ruler"]
     assert again["units"][0]["cache"] == "hit"

@@ -14,20 +14,27 @@ from pathlib import Path
 from typing import Sequence
 
 from jaxeval.benchmarks.agent_bench.align import MODES, TEXT_MODE
-from jaxeval.benchmarks.base import check_limit, limited, prompt_fields
+from jaxeval.benchmarks.base import RunContext, check_limit, limited, prompt_fields
 from jaxeval.benchmarks.agent_bench.data import CONFIGS, SPLITS, load_split
-from jaxeval.benchmarks.agent_bench.facts import ItemOutcome, QueryOutcome, facts_metrics, score_facts_items
+from jaxeval.benchmarks.agent_bench.facts import (
+    ItemOutcome, QueryOutcome, align_item, check_length, facts_metrics, facts_outcome,
+)
+from jaxeval.benchmarks.agent_bench.span_reads import span_read, spans_of
 from jaxeval.benchmarks.agent_bench.schema import RULE_LANGS
 from jaxeval.benchmarks.agent_bench.tool_calls import (
-    ToolItemOutcome, ToolTargetOutcome, score_tool_calls_items, tool_calls_metrics,
+    ToolItemOutcome, ToolTargetOutcome, align_spans, tool_calls_metrics, tool_calls_outcome,
 )
 from jaxeval.benchmarks.agent_bench.vocabulary import auto_mode_note
 from jaxeval.errors import ConfigError, DataError
-from jaxeval.run.resumable import map_journaled
+from jaxeval.benchmarks.loop import Group, Read, Sample, Task, read_rows, run_groups
 
-# configs read one text per item: config -> (score one item, metrics of one split)
-SINGLE_READ_CONFIGS = {"facts": (score_facts_items, facts_metrics),
-                       "tool_calls": (score_tool_calls_items, tool_calls_metrics)}
+# configs read one text per item: config -> (align an item, its outcome from the spans read, metrics of one split)
+SINGLE_READ_CONFIGS = {
+    "facts": (align_item, facts_outcome, facts_metrics),
+    "tool_calls": (lambda tokenizer, item, mode: align_spans(tokenizer, item.text, item.stored_ids,
+                                                              [t.char for t in item.targets], mode),
+                   tool_calls_outcome, tool_calls_metrics),
+}
 RULES_CONFIGS = tuple(RULE_LANGS)
 # config -> (item outcome, its field of per-target outcomes, their type): journal records back to outcomes
 OUTCOME_TYPES = {"facts": (ItemOutcome, "queries", QueryOutcome),
@@ -50,18 +57,51 @@ def item_key(config: str, split: str, item_id: str) -> str:
     return f"agent_bench/{config}/{split}/{item_id}/0"
 
 
+class SingleReads(Task):
+    """The facts / tool_calls items on the sample loop: one teacher-forced read per item with every
+    aligned target's tokens (none where nothing aligned); the record is the item's outcome."""
+
+    def __init__(self, backend, tokenizer, mode: str):
+        self.backend, self.tokenizer, self.mode = backend, tokenizer, mode
+        self.aligned: dict[str, tuple] = {}  # by key: (alignment, note, read request)
+
+    @staticmethod
+    def group(config: str, split: str, items) -> Group:
+        return Group(f"agent_bench {config}/{split} reads", [Sample(item_key(config, split, item.id), item)
+                                                              for item in items], info=(config, split))
+
+    def request(self, sample: Sample) -> Read | None:
+        config, split = sample.key.split("/")[1:3]
+        alignment, note = SINGLE_READ_CONFIGS[config][0](self.tokenizer, sample.item, self.mode)
+        check_length(self.backend, len(alignment.ids), config, split, sample.item.id)
+        request = span_read(alignment.ids, alignment.span_positions)
+        self.aligned[sample.key] = (alignment, note, request)
+        return request
+
+    def score(self, sample: Sample, output) -> dict:
+        config = sample.key.split("/")[1]
+        alignment, note, request = self.aligned.pop(sample.key)
+        spans = spans_of(alignment.span_positions, request, output)
+        return dataclasses.asdict(SINGLE_READ_CONFIGS[config][1](sample.item, alignment, note, spans))
+
+
 def read_items(backend, tokenizer, config: str, split: str, items, mode: str, journal=None,
                batch_size: int = 1) -> list:
-    """The outcome of every item of a single-read config: one teacher-forced read each, batch_size
-    items per batch (read together where the backend batches), journaled per item (a batch cut
-    short leaves none of its items), shared between hosts, progress shown."""
-    score_items = SINGLE_READ_CONFIGS[config][0]
-    keys = [item_key(config, split, item.id) for item in items]
-    records = map_journaled(
-        journal, keys, lambda batch: [dataclasses.asdict(outcome) for outcome in score_items(
-            backend, tokenizer, [items[i] for i in batch], split, mode, batch_size)],
-        batch_size=batch_size, desc=f"agent_bench {config}/{split} reads")
-    return [outcome_from_record(config, record) for record in records]
+    """The outcome of every item of a single-read config, through the sample loop: batch_size items
+    per journal batch and read step (read together where the backend batches; a batch cut short
+    leaves none of its items), shared between hosts, progress shown."""
+    ctx = RunContext("agent_bench", backend, journal, batch_size=batch_size, read_rows=batch_size)
+    (done,) = run_groups(ctx, SingleReads(backend, tokenizer, mode), [SingleReads.group(config, split, items)])
+    return [outcome_from_record(config, record) for record in done.records]
+
+
+def score_facts_item(backend, tokenizer, item, split: str, mode: str = "auto") -> ItemOutcome:
+    """Read the item once with every aligned answer token as a target, and score its queries."""
+    return read_items(backend, tokenizer, "facts", split, [item], mode)[0]
+
+
+def score_tool_calls_item(backend, tokenizer, item, split: str, mode: str = "auto") -> ToolItemOutcome:
+    return read_items(backend, tokenizer, "tool_calls", split, [item], mode)[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +153,18 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     batch_size: texts read together (one length bucket per step) where the backend has read_batch;
     the results are those of one read at a time (float32 noise apart).
     """
+    ctx = RunContext("agent_bench", backend, journal, limit=limit, batch_size=batch_size, read_rows=batch_size,
+                     log_prompts=log_prompts)
+    return agent_bench_result(ctx, tokenizer, data, sets, lengths, mode, save_scores, reference_scores)
+
+
+def agent_bench_result(ctx: RunContext, tokenizer, data: str | Path, sets: Sequence[str], lengths: Sequence[str],
+                       mode: str = "auto", save_scores: str | Path | None = None,
+                       reference_scores: str | Path | None = None) -> dict:
+    """run_agent_bench on a RunContext: facts / tool_calls through the sample loop, the rules
+    configs through their own prefix-shared reads (rules_run.py: every sequence of a session at
+    once, not one request per sample)."""
+    backend, limit, journal, log_prompts = ctx.model, ctx.limit, ctx.journal, ctx.log_prompts
     sets, lengths = tuple(sets), tuple(lengths)
     _check_choice("set", sets, CONFIGS)
     _check_choice("length", lengths, SPLITS)
@@ -132,21 +184,23 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
             notes.append(vocabulary_note)
             read_mode = TEXT_MODE
     samples: list[dict] = []  # per item of facts / tool_calls, per target of the rules (--log_samples)
-    for config in (c for c in sets if c in SINGLE_READ_CONFIGS):
-        metrics_of = SINGLE_READ_CONFIGS[config][1]
-        for split in lengths:
-            items = loaded[(config, split)]
-            outcomes = read_items(backend, tokenizer, config, split, items, read_mode, journal, batch_size)
-            samples.extend({"key": item_key(config, split, o.item_id), "config": config, "split": split,
-                            **prompt_fields(item.text, o.tokens_read, log_prompts),  # prompt_tokens: tokens read
-                            "target": [getattr(t, "answer", None) or getattr(t, "target", None) for t in item.targets],
-                            **dataclasses.asdict(o)} for item, o in zip(items, outcomes))
-            results.setdefault(config, {})[split] = metrics_of(outcomes)
-            for outcome in outcomes:
-                if outcome.mode_note:
-                    note = f"{config}/{split}: {outcome.mode_note}"
-                    if note not in notes:
-                        notes.append(note)
+    single = [(config, split) for config in sets if config in SINGLE_READ_CONFIGS for split in lengths]
+    done = run_groups(ctx, SingleReads(backend, tokenizer, read_mode),
+                      [SingleReads.group(config, split, every[(config, split)]) for config, split in single])
+    for (config, split), group in zip(single, done):
+        items = group.samples
+        outcomes = [outcome_from_record(config, record) for record in group.records]
+        samples.extend({"key": item_key(config, split, o.item_id), "config": config, "split": split,
+                        **prompt_fields(item.item.text, o.tokens_read, log_prompts),  # prompt_tokens: tokens read
+                        "target": [getattr(t, "answer", None) or getattr(t, "target", None)
+                                   for t in item.item.targets],
+                        **dataclasses.asdict(o)} for item, o in zip(items, outcomes))
+        results.setdefault(config, {})[split] = SINGLE_READ_CONFIGS[config][2](outcomes)
+        for outcome in outcomes:
+            if outcome.mode_note:
+                note = f"{config}/{split}: {outcome.mode_note}"
+                if note not in notes:
+                    notes.append(note)
     output = {"reference": None, "mode_requested": mode}
     rules_sets = [c for c in sets if c in RULES_CONFIGS]
     if rules_sets:
@@ -154,7 +208,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
 
         rules = run_rules(backend, tokenizer, {(c, s): loaded[(c, s)] for c in rules_sets for s in lengths},
                           read_mode, save_scores=save_scores, reference_scores=reference_scores, journal=journal,
-                          log_prompts=log_prompts, batch_size=batch_size)
+                          log_prompts=log_prompts, batch_size=read_rows(ctx))
         for config in rules_sets:
             results[config] = rules["sets"][config]
         notes.extend(rules["notes"])
