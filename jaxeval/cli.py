@@ -115,6 +115,9 @@ def cmd_run(args) -> int:
     random.seed(args.seed)
     np.random.seed(args.seed)
     del args.parser
+    from jaxeval.aot.run_target import resolve_target
+
+    resolve_target(args, tasks)  # --target: the batch and mesh that compile and fit it (docs/compile.md)
     if getattr(args, "steps", None):  # a training run's checkpoint folder, one run per step (jaxeval/series.py)
         from jaxeval.series import run_series
 
@@ -280,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite (default: agent_bench at 8k on the embedded model and sample)")
     _run_options(run, benchmarks())
+    from jaxeval.aot.run_target import add_target_argument
+
+    add_target_argument(run)
     run.set_defaults(func=cmd_run, parser=run)
 
     validate = sub.add_parser("validate", help="check a run's config, model config, tokenizer and data first")

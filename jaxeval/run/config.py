@@ -26,7 +26,8 @@ NOT_HASHED = frozenset({"model", "quantize", "quant_group", "dequantize", *KV_FL
                         "model_args", "judge_timeout", "judge_retries", "judge_max_failures",
                         "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json",
                         "steps", "watch", "watch_poll", "watch_max_wait", "tensorboard",
-                        "mapping"})  # mapping: the model fingerprint holds it  # the plan's
+                        "mapping",  # mapping: the model fingerprint holds it  # the plan's
+                        "target", "target_choice"})  # jaxeval run --target: how the batch and mesh were chosen
 # --reference and its bootstrap settings: a report made after the run, never part of it
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode", "reference", "bootstrap", "bootstrap_seed",
                           "ci"})

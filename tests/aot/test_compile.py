@@ -96,13 +96,10 @@ def test_unknown_target_lists_the_known_ones(capsys):
     assert err.count("\n") == 0 and "unknown target 'v9x-8'" in err and "v5e-8" in err and "h100x8" in err
 
 
-def test_missing_compiler_package_says_which(monkeypatch, capsys):
+def test_missing_compiler_package_says_which(monkeypatch, capsys, compile_environment):
     from jaxeval.aot import targets
     from jaxeval.cli import main
 
-    for name, value in (("JAX_PLATFORMS", "cpu"), ("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),
-                        ("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")):  # prepare_environment's, restored after the test
-        monkeypatch.setenv(name, os.environ.get(name, value))
     monkeypatch.setattr(targets, "installed", lambda t: False)
     assert main(["compile", "v6e-8", "--model", "tiny-llama"]) == 2
     assert "needs libtpu==0.0.42.*" in capsys.readouterr().err
@@ -122,22 +119,27 @@ def test_lengths_parse_and_refuse():
 def test_batch_search_doubles_until_a_batch_does_not_fit(monkeypatch):
     from jaxeval.aot import command
     from jaxeval.aot.targets import TARGETS
+    from jaxeval.aot.workloads import from_lengths
     from jaxeval.errors import ConfigError
 
     asked = []
 
-    def fits(config, abstract, dtype, args, lengths, rows, backend, t):
+    def fits(config, abstract, dtype, args, workloads, rows, backend, t):
         asked.append(rows)
         return rows <= limit
 
     monkeypatch.setattr(command, "_fits_at", fits)
+    read = from_lengths([32768], 1, 8, 0)
     limit = 4
-    assert command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"]) == \
+    assert command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"]) == \
         (4, [{"rows": 1, "fits": True}, {"rows": 2, "fits": True}, {"rows": 4, "fits": True},
              {"rows": 8, "fits": False}])
     limit, asked[:] = 1000, []
-    assert command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"])[0] == command.AUTO_CAP
+    assert command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"])[0] == command.AUTO_CAP
     assert asked[-1] == command.AUTO_CAP
+    asked[:] = []  # auto:N stops at N
+    assert command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"], cap=16)[0] == 16
+    assert asked == [1, 2, 4, 8, 16]
     limit = 0
     with pytest.raises(ConfigError, match="not even one sequence of 32768 tokens fits v5e-8"):
-        command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"])
+        command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"])

@@ -7,7 +7,7 @@ import pytest
 
 from tests.aot.test_compile import needs_tpu
 
-pytestmark = needs_tpu
+pytestmark = [needs_tpu, pytest.mark.usefixtures("compile_environment")]
 
 
 def small_moe():
@@ -29,7 +29,6 @@ def traced_ratio(config, target, spec, tokens=1024, chunk=1024):
     from jaxeval.models.mesh import make_mesh
     from jaxeval.models.platform import target_platform
 
-    tg.prepare_environment("tpu")
     devices = tg.devices(target)
     mesh = make_mesh(spec, devices=list(devices), num_heads=config.num_heads, num_kv_heads=config.num_kv_heads)
     prefill = read_programs(config, Abstract(mesh, devices[0]), jnp.bfloat16, tokens=tokens, rows=1,
