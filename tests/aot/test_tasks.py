@@ -54,7 +54,7 @@ def test_tasks_and_lengths_together_and_unknown_tasks_are_refused(capsys, compil
 @needs_tpu
 def test_compile_tasks_compiles_each_program_of_the_run_once(tmp_path):
     code, report, err = compile_cli(tmp_path, "v5e-1", "--model", "tiny-llama", "--tasks", "helmet", "--helmet_data",
-                                    str(tmp_path / "absent"), "--helmet_lengths", "8k", "--limit", "1",
+                                    str(tmp_path / "absent"), "--helmet_lengths", "8k", "--limit", "2",
                                     "--batch_size", "2", "--attention", "chunked")
     assert code == 0, err[-2000:]
     check_report(report, 1)
