@@ -64,6 +64,29 @@ def test_tiny_read_compiles_for_v5e_4_with_splash_as_mosaic(tmp_path):
     assert [p["name"].split("[")[0] for p in report["programs"]] == ["prefill_chunk", "gather_rows", "read_head"]
 
 
+TINY_HYBRID = dict(model_type="qwen3_5_text", vocab_size=256, hidden_size=128, intermediate_size=256,
+                   num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=128,
+                   linear_num_key_heads=4, linear_num_value_heads=4, linear_key_head_dim=32, linear_value_head_dim=32,
+                   linear_conv_kernel_dim=4, layer_types=["linear_attention", "full_attention"] * 2,
+                   max_position_embeddings=4096, eos_token_id=2,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})
+
+
+@needs_tpu
+def test_hybrid_with_splash_compiles_on_a_mesh_as_mosaic(tmp_path):
+    # the hybrid's full-attention layers run splash per shard (the decoder's shard_map); XLA partitioning it
+    # failed: "Mosaic kernels cannot be automatically partitioned"
+    (tmp_path / "config.json").write_text(json.dumps(TINY_HYBRID))
+    code, report, err = compile_cli(tmp_path, "v5e-4", "--model", str(tmp_path), "--lengths", "512",
+                                    "--prefill_chunk", "256", "--mesh", "data=2,tensor=2", "--new_tokens", "8")
+    assert code == 0, err[-2000:]
+    check_report(report, 4)
+    prefill = report["programs"][0]
+    assert prefill["name"].startswith("prefill_hybrid_chunk") and prefill["mosaic_kernels"] >= 2
+    assert prefill["splash"]["ratio"] <= 1.1
+    assert report["programs"][3]["name"].startswith("prefill_hybrid_row") and report["programs"][3]["mosaic_kernels"] >= 1
+
+
 @needs_cuda
 def test_tiny_read_and_decode_compile_for_h100(tmp_path):
     code, report, err = compile_cli(tmp_path, "h100", "--model", "tiny-llama", "--lengths", "512",
