@@ -60,6 +60,9 @@ def cmd_run(args) -> int:
     check_seed(flags.run.seed)  # before numpy meets it
     random.seed(flags.run.seed)
     np.random.seed(flags.run.seed)
+    from jaxeval.aot.run_target import resolve_target
+
+    flags = resolve_target(flags, tasks)  # --target: the batch and mesh that compile and fit it (docs/compile.md)
     if flags.run.steps:  # a training run's checkpoint folder, one run per step (jaxeval/series.py)
         from jaxeval.series import run_series
 
@@ -178,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a suite (default: agent_bench at 8k on the embedded model and sample)")
     add_run_arguments(run, benchmarks())
+    from jaxeval.aot.run_target import add_target_argument
+
+    add_target_argument(run)
     run.set_defaults(func=cmd_run, parser=run)
 
     validate = sub.add_parser("validate", help="check a run's config, model config, tokenizer and data first")

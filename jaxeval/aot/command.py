@@ -8,13 +8,15 @@ that fits) when one does not.
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import sys
 
 from jaxeval.aot import targets as tg
 from jaxeval.errors import ConfigError
 
-AUTO_CAP = 64  # the most rows --batch_size auto tries
+from jaxeval.plan.batch import AUTO_CAP  # the most rows --batch_size auto tries (auto:N: N)
 
 
 def parse_lengths(text: str) -> list[int]:
@@ -38,11 +40,14 @@ def add_arguments(p) -> None:
     p.add_argument("target", help=f"accelerator to compile for: {', '.join(tg.TARGETS)}")
     p.add_argument("--model", required=True, help="model folder (config.json is enough) or a named shape: "
                    "llama-3.1-8b, llama-3.1-70b, qwen3-30b-a3b, qwen3.5-hybrid-4b, llama-8b, tiny-llama")
-    p.add_argument("--lengths", default="32k", help="input tokens of the reads compiled, e.g. 32k,128k")
-    p.add_argument("--mesh", default=None, help="device mesh over the target's chips (e.g. tensor=8), or auto "
-                   "(the first candidate that compiles and fits); default: auto on several chips, none on one")
+    p.add_argument("--lengths", default=None, help="input tokens of the reads compiled, e.g. 32k,128k (default 32k)")
+    p.add_argument("--tasks", default=None, help="instead of --lengths: the programs a run of these tasks executes "
+                   "(`jaxeval ls`; their length buckets, LM-head rows and generation batches, counted as `jaxeval plan` "
+                   "counts them, with the tasks' own --<benchmark>_<setting> flags)")
+    p.add_argument("--mesh", default=None, help="device mesh over the target's chips (e.g. tensor=8), auto "
+                   "(the first candidate that compiles and fits) or none (one chip); default: auto on several chips")
     p.add_argument("--batch_size", default="1", help="sequences read (and prompts decoded) together, or auto: "
-                   "the largest power of two up to 64 whose programs fit, found by compiling")
+                   "the largest power of two up to 64 (auto:N: up to N) whose programs fit, found by compiling")
     p.add_argument("--new_tokens", type=int, default=0, help="also compile generation: the prompt's prefill and "
                    "the decode step with a cache for the length plus this many tokens")
     p.add_argument("--read_positions", type=int, default=8, help="LM-head rows per sequence (8)")
@@ -53,26 +58,67 @@ def add_arguments(p) -> None:
     p.add_argument("--kv_cache", choices=("exact", "int8", "fp8"), default="exact")
     p.add_argument("--out", default=None, help="write the JSON report here")
     p.add_argument("--hlo_dir", default=None, help="write each compiled program's optimized HLO text here")
+    _task_arguments(p)
+
+
+def _task_arguments(p) -> None:
+    """The run flags --tasks counts with: --limit, --seed, --gen_kwargs and every benchmark's settings."""
+    from jaxeval.benchmarks.base import parse_limit
+    from jaxeval.benchmarks import settings as settings_fields
+    from jaxeval.benchmarks.registry import benchmarks
+
+    group = p.add_argument_group("--tasks: the run's task flags (as jaxeval run)")
+    group.add_argument("--limit", type=parse_limit, default=None, help="first N items per config and length")
+    group.add_argument("--seed", type=int, default=0, help="seed of the tasks' sampled data")
+    group.add_argument("--gen_kwargs", default=None, help="generation settings over each benchmark's own")
+    for b in benchmarks():  # their flags, without the deprecated aliases (one of them is --lengths)
+        settings_fields.add_arguments(p, b.name, b.Settings, {}, b.name)
 
 
 def run(args) -> int:
+    tg.prepare_environment()
+    report = build_report(args)
+    _print_table(report)
+    if args.out:
+        from jaxeval.io.fs import write_text_atomic
+
+        print(f"wrote {write_text_atomic(args.out, json.dumps(report, indent=2) + chr(10))}")
+    if not report["fits"]:
+        print(report["verdict"], file=sys.stderr)
+        return 2
+    return 0
+
+
+def report_for(values: dict) -> dict:
+    """build_report for flags given as {dest: value} (`jaxeval run --target`: jaxeval.aot.run_target)."""
+    return build_report(argparse.Namespace(**values))
+
+
+def build_report(args) -> dict:
+    """Compile the run args describe for args.target -> the report (fits, verdict, programs, the batch
+    and mesh chosen); progress on stderr."""
     t = tg.target(args.target)
-    tg.prepare_environment(t.platform)
+    if args.tasks and args.lengths:
+        raise ConfigError("compile: give --lengths or --tasks, not both")
+    tasks = [task.strip() for task in (args.tasks or "").split(",") if task.strip()]
+    lengths = [] if tasks else parse_lengths(args.lengths or "32k")
+    _check_tasks(tasks, args)
     tg.check_installed(t)
     config = _config(args)
-    lengths = parse_lengths(args.lengths)
     backend = args.attention or ("splash" if t.platform == "tpu" else "chunked")
     from jaxeval.models.attention import check_attention
 
     check_attention(backend, config, args.dtype, platform="tpu" if t.platform == "tpu" else "gpu")
     devices = tg.devices(t.name)
     meshes = _mesh_candidates(args.mesh, t, config)
-    auto_batch = str(args.batch_size).strip() == "auto"
+    auto_batch = _auto_cap(args.batch_size)  # None, or the most rows --batch_size auto[:N] tries
     rows = 1 if auto_batch else _positive(args.batch_size, "--batch_size")
+    workloads_at = _workloads(args, config, tasks, lengths)
+    workloads_at(rows)  # the tasks counted before any compile: their bad input is one line, now
     report, refused = None, []
     for spec in meshes:
         try:
-            report = _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch,
+            report = _report(args, t, config, devices, spec, workloads_at, backend, rows, auto_batch,
                              last=spec is meshes[-1])
         except ConfigError as e:  # a candidate the model cannot be split over (or no batch fits on it)
             if len(meshes) == 1:
@@ -84,15 +130,44 @@ def run(args) -> int:
     if report is None:
         raise ConfigError(f"compile: no candidate mesh works on {t.name} ({'; '.join(refused)})")
     report["meshes_refused"] = refused
-    _print_table(report)
-    if args.out:
-        from jaxeval.io.fs import write_text_atomic
+    return report
 
-        print(f"wrote {write_text_atomic(args.out, json.dumps(report, indent=2) + chr(10))}")
-    if not report["fits"]:
-        print(report["verdict"], file=sys.stderr)
-        return 2
-    return 0
+
+def _workloads(args, config, tasks, lengths):
+    """rows -> the workloads of the run at that batch size (from --tasks, counted once per batch size)."""
+    from jaxeval.aot import workloads
+
+    if not tasks:
+        return lambda rows: (workloads.from_lengths(lengths, rows, args.read_positions, args.new_tokens), None)
+    counted = {}
+
+    def at(rows):
+        if rows not in counted:
+            counted[rows] = workloads.from_tasks(args, tasks, config, rows)
+        return counted[rows]
+
+    return at
+
+
+def _auto_cap(text) -> int | None:
+    from jaxeval.plan.batch import auto_cap, parse_batch_size
+
+    try:
+        return auto_cap(parse_batch_size(text))
+    except argparse.ArgumentTypeError as e:
+        raise ConfigError(f"--batch_size: {e}") from None
+
+
+def _check_tasks(tasks, args) -> None:
+    if not tasks:
+        return
+    if args.new_tokens:
+        raise ConfigError("compile: --new_tokens goes with --lengths; with --tasks the tasks' own budgets count")
+    from jaxeval.benchmarks.registry import run_tasks
+
+    unknown = [task for task in tasks if task not in run_tasks()]
+    if unknown:
+        raise ConfigError(f"compile: --tasks: unknown task(s) {', '.join(unknown)} (known: {', '.join(run_tasks())})")
 
 
 def _positive(text, flag) -> int:
@@ -129,6 +204,8 @@ def _mesh_candidates(spec, t, config) -> list:
     from jaxeval.models.hybrid_layout import is_hybrid
     from jaxeval.models.mesh import auto_mesh_shape
 
+    if spec == "none" or (spec is None and t.chips == 1):
+        return [None]  # one chip of the target
     if spec not in (None, "auto"):
         return [spec]
     if t.chips == 1:
@@ -143,25 +220,33 @@ def _mesh_candidates(spec, t, config) -> list:
     return out if spec == "auto" or spec is None else out[:1]
 
 
-def _programs(config, abstract, dtype, args, length, rows, backend):
+def _programs(config, abstract, dtype, args, w, backend):
     from jaxeval.aot.programs import decode_programs, read_programs
 
-    progs = read_programs(config, abstract, dtype, tokens=length, rows=rows, read_positions=args.read_positions,
-                          prefill_chunk=args.prefill_chunk, backend=backend)
-    if args.new_tokens > 0:
-        progs += decode_programs(config, abstract, dtype, prompt=length, new_tokens=args.new_tokens, rows=rows,
+    progs = []
+    if w.read:
+        progs += read_programs(config, abstract, dtype, tokens=w.tokens, rows=w.rows, read_positions=w.read_positions,
+                               prefill_chunk=args.prefill_chunk, backend=backend)
+    if w.new_tokens > 0:
+        progs += decode_programs(config, abstract, dtype, prompt=w.tokens, new_tokens=w.new_tokens, rows=w.rows,
                                  prefill_chunk=args.prefill_chunk, backend=backend)
     return progs
 
 
-def _compile_all(config, abstract, dtype, args, lengths, rows, backend, t, first_failure=False) -> list[dict]:
-    """Every program's record; first_failure: stop at the first that does not fit (another mesh is next)."""
+def _compile_all(config, abstract, dtype, args, workloads, backend, t, first_failure=False) -> list[dict]:
+    """Every program's record, each program once (two reads of one length bucket share their prefill
+    chunk); first_failure: stop at the first that does not fit (another mesh is next)."""
     from jaxeval.aot.compiled import compile_program
 
-    records = []
-    for length in lengths:
-        for program in _programs(config, abstract, dtype, args, length, rows, backend):
-            record = compile_program(program, t, hlo_dir=args.hlo_dir) | {"length": length, "rows": rows}
+    records, seen = [], set()
+    for w in workloads:
+        for program in _programs(config, abstract, dtype, args, w, backend):
+            if program.name in seen:
+                continue
+            seen.add(program.name)
+            record = compile_program(program, t, hlo_dir=args.hlo_dir) | {"length": w.tokens, "rows": w.rows}
+            if w.tasks:
+                record["tasks"] = list(w.tasks)
             _progress(record)
             records.append(record)
             if first_failure and not record["fits"]:
@@ -176,7 +261,7 @@ def _progress(record) -> None:
           f"{'-' if peak is None else f'{peak / 2 ** 30:.2f} GiB'} {state}", file=sys.stderr, flush=True)
 
 
-def _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch, last=True) -> dict:
+def _report(args, t, config, devices, spec, workloads_at, backend, rows, auto_batch, last=True) -> dict:
     import jax.numpy as jnp
 
     from jaxeval.aot.programs import Abstract
@@ -194,15 +279,19 @@ def _report(args, t, config, devices, spec, lengths, backend, rows, auto_batch, 
     abstract = Abstract(mesh, devices[0])
     search = None
     if auto_batch:
-        rows, search = _largest_batch(config, abstract, dtype, args, lengths, backend, t)
-    records = _compile_all(config, abstract, dtype, args, lengths, rows, backend, t, first_failure=not last)
+        rows, search = _largest_batch(config, abstract, dtype, args, workloads_at(1)[0], backend, t, auto_batch)
+    workloads, counted = workloads_at(rows)
+    records = _compile_all(config, abstract, dtype, args, workloads, backend, t, first_failure=not last)
     fits = all(r["fits"] for r in records)
     report = {"target": t.name, "platform": t.platform, "chips": t.chips, "hbm_bytes_per_chip": t.hbm_bytes,
               "device_kind": devices[0].device_kind, "model": args.model, "mesh": describe(mesh),
-              "batch_size": rows, "attention": backend, "dtype": args.dtype, "lengths": lengths, "fits": fits,
+              "mesh_spec": None if mesh is None else ",".join(f"{k}={v}" for k, v in mesh.shape.items() if v > 1),
+              "batch_size": rows, "attention": backend, "dtype": args.dtype,
+              "lengths": sorted({w.tokens for w in workloads}), "fits": fits,
+              "workloads": [dataclasses.asdict(w) for w in workloads], "tasks": counted,
               "programs": records, "batch_search": search,
               "notes": _notes(t)}
-    report["verdict"] = "fits" if fits else _verdict(report, config, abstract, dtype, args, backend, t)
+    report["verdict"] = "fits" if fits else _verdict(report, config, abstract, dtype, args, workloads, backend, t)
     return report
 
 
@@ -215,12 +304,13 @@ def _notes(t) -> list[str]:
             "blocks executed at the chip's peak (the cost model does not see Mosaic kernels)"]
 
 
-def _fits_at(config, abstract, dtype, args, lengths, rows, backend, t) -> bool:
+def _fits_at(config, abstract, dtype, args, workloads, rows, backend, t) -> bool:
     """Whether the largest programs (the prefill chunk, the decode step) at `rows` compile and fit."""
     from jaxeval.aot.compiled import compile_program
+    from jaxeval.aot.workloads import largest
 
-    for length in sorted(lengths, reverse=True)[:1]:
-        for program in _programs(config, abstract, dtype, args, length, rows, backend):
+    for w in largest(workloads):
+        for program in _programs(config, abstract, dtype, args, w.at(rows), backend):
             if program.name.startswith(("gather_rows", "read_head")):
                 continue
             if not compile_program(program, t)["fits"]:
@@ -228,31 +318,33 @@ def _fits_at(config, abstract, dtype, args, lengths, rows, backend, t) -> bool:
     return True
 
 
-def _largest_batch(config, abstract, dtype, args, lengths, backend, t) -> tuple[int, list]:
-    """The largest power of two of rows (up to AUTO_CAP) whose programs fit, by compiling: doubling
-    until one does not (a larger batch only adds memory)."""
+def _largest_batch(config, abstract, dtype, args, workloads, backend, t, cap=None) -> tuple[int, list]:
+    """The largest power of two of rows (up to cap, AUTO_CAP by default) whose programs fit, by
+    compiling: doubling until one does not (a larger batch only adds memory)."""
     tried, best, rows = [], 0, 1
-    while rows <= AUTO_CAP:
-        ok = _fits_at(config, abstract, dtype, args, lengths, rows, backend, t)
+    cap = cap or AUTO_CAP
+    while rows <= cap:
+        ok = _fits_at(config, abstract, dtype, args, workloads, rows, backend, t)
         tried.append({"rows": rows, "fits": ok})
         print(f"  batch {rows}: {'fits' if ok else 'does not fit'}", file=sys.stderr, flush=True)
         if not ok:
             break
         best, rows = rows, rows * 2
     if best == 0:
-        raise ConfigError(f"compile: not even one sequence of {max(lengths)} tokens fits {t.name} on this mesh "
+        longest = max(w.tokens + w.new_tokens for w in workloads)
+        raise ConfigError(f"compile: not even one sequence of {longest} tokens fits {t.name} on this mesh "
                           "(try another --mesh or a larger target)")
     return best, tried
 
 
-def _verdict(report, config, abstract, dtype, args, backend, t) -> str:
+def _verdict(report, config, abstract, dtype, args, workloads, backend, t) -> str:
     bad = next(r for r in report["programs"] if not r["fits"])
     peak = bad["peak_bytes_per_chip"]
     what = f"needs {peak / 2 ** 30:.2f} GiB per chip" if peak else f"does not compile ({bad['error']})"
     nearest = "no smaller batch fits"
     rows = report["batch_size"] // 2
     while rows >= 1:
-        if _fits_at(config, abstract, dtype, args, report["lengths"], rows, backend, t):
+        if _fits_at(config, abstract, dtype, args, workloads, rows, backend, t):
             nearest = f"--batch_size {rows} fits"
             break
         rows //= 2

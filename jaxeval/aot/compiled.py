@@ -23,7 +23,7 @@ _CALLS = re.compile(r"(?:calls|to_apply|body|condition|branch_computations)=\{?%
 
 def compile_program(program: Program, target: Target, hlo_dir: str | None = None) -> dict:
     """-> the program's record (compiled, peak bytes per chip and its parts, FLOPs, time estimate, error)."""
-    from jaxeval.models.splash_attention import target_platform
+    from jaxeval.models.platform import target_platform
 
     record = {"name": program.name, "compiled": False, "fits": False, "peak_bytes_per_chip": None,
               "flops_compiler": None, "flops_needed": program.flops_needed, "flops_xla_needed": program.flops_xla,
@@ -158,8 +158,11 @@ def time_estimate(hlo: str, program: Program, target: Target) -> dict:
         s = program.splash
         flops = s["executed_blocks"] * 4.0 * s["block_q"] * s["block_kv"] * s["head_dim"] * s["heads_rows"]
         mosaic_s = flops / program.calls / (target.peak_flops * target.chips)
+    # an MoE's grouped matmuls (Mosaic kernels XLA makes of ragged_dot): the routed pairs' FLOPs at peak
+    mosaic_s += program.grouped_flops / (target.peak_flops * target.chips)
     return {"xla_s": xla_s, "mosaic_s": mosaic_s, "total_s": xla_s + mosaic_s,
             "xla_source": "fusions' estimated_cycles x known loop trip counts / clock",
-            "mosaic_source": "splash executed blocks x 4 x block_q x block_kv x head_dim at peak FLOP/s",
+            "mosaic_source": "splash executed blocks x 4 x block_q x block_kv x head_dim, and an MoE's routed "
+                             "experts (grouped matmuls), at peak FLOP/s",
             "fusions_without_estimate": cycles["unknown"], "loops_of_traced_trip_count": cycles["dynamic_loops"],
             "traced_loops_counted": program.dynamic_trips}

@@ -42,6 +42,7 @@ class Program:
     calls: int = 1  # times one sequence (batch) calls it
     resident: int = 0  # per chip: bytes of the run's arrays alive during the call that are not its arguments
     dynamic_trips: float = 1.0  # the mean trip count of its loops of traced bound (time estimate)
+    grouped_flops: float = 0.0  # an MoE's routed experts, all chips: on TPU a Mosaic grouped matmul (time estimate)
 
 
 class Abstract:
@@ -132,6 +133,7 @@ def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_po
                         trunk + attention, trunk + attention if xla_attention else trunk, holds=holds,
                         calls=chunks)
     first.dynamic_trips = max(1.0, (chunks - 1) / 2)  # the history blocks before the chunk, on average
+    first.grouped_flops = routed_flops(config, rows * chunk)
     if mosaic:
         first.splash = splash_blocks(config, chunk, chunks, a.mesh) | {"head_dim": config.head_dim,
                                                                          "heads_rows": config.num_heads * rows
@@ -194,6 +196,7 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
                        dict(config=config, backend=backend, mesh=a.mesh), per_chunk, per_chunk, holds=holds,
                        calls=chunks * rows)
     fill_rows = rows if fill.name.startswith("prefill_rows") else 1
+    fill.grouped_flops = routed_flops(config, fill_rows * chunk)
     if backend != "xla":  # as read_programs: attention outside XLA's matmuls, or in a loop of traced bound
         fill.flops_xla = fill.flops_needed - fill_rows * whole["attention"] / chunks
     if backend == "splash":
@@ -217,7 +220,19 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
                        (params, *cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, mesh=a.mesh),
                        trunk_head + attention, trunk_head, holds=holds, calls=new_tokens,
                        dynamic_trips=-(-prompt // DECODE_BLOCK))
+    step.grouped_flops = routed_flops(config, rows)
     return [fill, step]
+
+
+def routed_flops(config, tokens: int) -> float:
+    """FLOPs of an MoE's routed experts over `tokens` tokens (the top-k pairs, every MoE layer): on TPU
+    XLA runs them as Mosaic grouped matmuls, which the cost model's cycle estimates do not cover."""
+    if config.moe is None:
+        return 0.0
+    from jaxeval.models.moe import moe_flops
+
+    per_layer = moe_flops(tokens, config.moe, config.hidden_size, config.moe_intermediate_size)["routed"]
+    return float(per_layer * (config.num_layers - config.dense_layers))
 
 
 def _attention_layers(config) -> int:

@@ -88,11 +88,12 @@ def _gpu_config(key: str) -> str:
             f'dnn_version_info {{ major: 9 minor: 7 }}\ndevice_description_str: "{description}"\n')
 
 
-def prepare_environment(platform: str) -> None:
+def prepare_environment(host_cpu: bool = True) -> None:
     """Before jax's backends start: the CPU is the host platform (the CUDA plugin would otherwise look
-    for a GPU and CUDA libraries, and fail loudly); TPU topologies come from libtpu all the same."""
-    del platform  # the same for both: this process's own backend is the CPU, the target's devices compile-only
-    os.environ["JAX_PLATFORMS"] = "cpu"
+    for a GPU and CUDA libraries, and fail loudly); TPU topologies come from libtpu all the same.
+    host_cpu False (`jaxeval run --target`): the run's own devices stay whatever this machine has."""
+    if host_cpu:
+        os.environ["JAX_PLATFORMS"] = "cpu"
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
     # libtpu takes /tmp/libtpu_lockfile for the chips; a compile touches none, so two compiles may run at once
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")

@@ -82,7 +82,7 @@ def prefill_hybrid_chunk(params, cache, chunk_ids, start, rope, *, config, backe
     after position start - 1, carried to the chunk's end. On a mesh (no context axis: hybrid_layout.
     check_hybrid_mesh) XLA partitions the layers from the weights' and the cache's shardings, which the
     outputs keep. Returns (cache, x [B, C, D])."""
-    x, cache = hybrid.prefill(params, config, chunk_ids, start, cache, backend, rope)
+    x, cache = hybrid.prefill(params, config, chunk_ids, start, cache, backend, rope, mesh=mesh)
     return hybrid.constrain_cache(cache, mesh), x
 
 

@@ -114,11 +114,20 @@ def linear_layer(lp, c: ModelConfig, x, state: gd.GDNState, lengths=None, mode="
     return _mlp_residual(lp, c, x + out.astype(x.dtype)), state
 
 
-def full_layer(lp, c: ModelConfig, x, positions, rope, cache=None, start=0, backend="xla"):
+SHARD_MAP_BACKENDS = ("splash",)  # attention kernels XLA cannot partition: run per shard on a mesh
+
+
+def full_layer(lp, c: ModelConfig, x, positions, rope, cache=None, start=0, backend="xla", mesh=None):
     """A gated full-attention layer: the one decoder's layer (jaxeval.models.decoder.layer_forward, whose
     output gate c.attention_output_gate turns on), without a window. cache: (k, v) [B, S, KV, hd] holding
-    positions < start, or None. Returns (x, (k, v) [B, T, KV, hd] of this chunk)."""
-    return layer_forward(lp, c, x, positions, rope, jnp.int32(0), cache, start, backend)
+    positions < start, or None. Returns (x, (k, v) [B, T, KV, hd] of this chunk).
+
+    On a mesh XLA partitions the layer from the shardings, except a kernel it cannot partition (splash, a
+    Mosaic kernel: "cannot be automatically partitioned"), which runs per shard in the decoder's
+    shard_map (jaxeval.models.context.mesh_attention; the hybrid's cache is whole along the sequence)."""
+    per_shard = mesh if backend in SHARD_MAP_BACKENDS else None
+    return layer_forward(lp, c, x, positions, rope, jnp.int32(0), cache, start, backend, per_shard,
+                         cache_sharded=False)
 
 
 def _grouped(tree, groups: int):
@@ -146,12 +155,12 @@ def _full_rope(c: ModelConfig, rope: RopeTables) -> RopeTables:
 
 
 def run_layers(params, c: ModelConfig, x, positions, cache: HybridCache | None, start=0, backend="xla",
-               rope: RopeTables | None = None, lengths=None):
+               rope: RopeTables | None = None, lengths=None, mesh=None):
     """Scan the layer groups over one chunk. x [B, T, D]; positions int [T] (absolute).
 
     cache: the state before this chunk (K/V of positions < start, GDN states after position start - 1),
     or None (a sequence on its own: attention over x, zero GDN states). lengths int [B] (optional): valid
-    tokens per row of a right-padded chunk (their GDN states stop there).
+    tokens per row of a right-padded chunk (their GDN states stop there). mesh: see full_layer.
     Returns (x [B, T, D], (k, v) [Lf, B, T, KV, hd] of this chunk, GDNState [Ll, B, ...] after it).
     """
     g = layer_groups(c.layer_types)
@@ -169,7 +178,7 @@ def run_layers(params, c: ModelConfig, x, positions, cache: HybridCache | None, 
             if kind == FULL:
                 layer_kv = None if group_kv is None else _at(group_kv, fi)
                 x, (k, v) = full_layer(_at(full_p, fi), c, x, positions, (inv_freq[fi], scale[fi]), layer_kv, start,
-                                       backend)
+                                       backend, mesh)
                 ks.append(k)
                 vs.append(v)
                 fi += 1
@@ -185,12 +194,14 @@ def run_layers(params, c: ModelConfig, x, positions, cache: HybridCache | None, 
     return x, (_ungrouped(k_new), _ungrouped(v_new)), gd.GDNState(*_ungrouped(tuple(new_states)))
 
 
-def prefill(params, c: ModelConfig, chunk_ids, start, cache: HybridCache, backend="xla", rope=None, lengths=None):
-    """One prefill chunk into the cache: chunk_ids int [B, C] at positions start .. start + C - 1.
+def prefill(params, c: ModelConfig, chunk_ids, start, cache: HybridCache, backend="xla", rope=None, lengths=None,
+            mesh=None):
+    """One prefill chunk into the cache: chunk_ids int [B, C] at positions start .. start + C - 1 (mesh: the
+    splash kernel's shard_map, full_layer).
     Returns (final hidden states [B, C, D] before the final norm, the cache after the chunk)."""
     x = embed_tokens(params, c, chunk_ids)
     x, (k, v), states = run_layers(params, c, x, start + jnp.arange(chunk_ids.shape[1]), cache, start, backend, rope,
-                                   lengths)
+                                   lengths, mesh)
     write = lambda cache, new: jax.lax.dynamic_update_slice_in_dim(cache, new.astype(cache.dtype), start, axis=2)
     return x, HybridCache(write(cache.k, k), write(cache.v, v), states)
 

@@ -216,7 +216,9 @@ def routed_experts(p, spec: MoESpec, x, weights, experts, impl="auto", block=Non
     group_sizes = jnp.zeros(E, jnp.int32).at[flat].add(1, mode="drop")  # foreign ids (>= E) dropped
     xs = x[order // k]  # [M, D]: each (token, slot) pair's token row, grouped by expert (group_sizes [E] rows each)
     if impl == "auto":
-        impl = "blocked" if jax.default_backend() == "cpu" else "ragged"
+        from jaxeval.models.platform import traced_platform  # the target's, in an ahead-of-time compile
+
+        impl = "blocked" if traced_platform() == "cpu" else "ragged"
     if impl == "ragged":
         ys = _ragged_experts(p, spec, xs, group_sizes, flat[order])
     elif impl == "blocked":

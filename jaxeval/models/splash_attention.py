@@ -23,8 +23,6 @@ jaxeval's length buckets and prefill chunks are.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 
 import jax
@@ -33,27 +31,16 @@ import numpy as np
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention_parts import offset_attention, on_mesh, static_windows, with_static_window
+from jaxeval.models.platform import traced_platform
 
 LANES = 128  # splash key blocks are multiples of this
 MAX_BLOCK = 512
-# the platform the kernel is traced for: jax.default_backend(), unless a compile for another target
-# (jaxeval.aot: TPU programs compiled on a CPU-only machine) says otherwise, so that it lowers as Mosaic
-_TARGET_PLATFORM = contextvars.ContextVar("splash_target_platform", default=None)
-
-
-@contextlib.contextmanager
-def target_platform(platform: str):
-    """Trace splash for `platform` ("tpu": Mosaic, whatever this process's default backend) inside the block."""
-    token = _TARGET_PLATFORM.set(platform)
-    try:
-        yield
-    finally:
-        _TARGET_PLATFORM.reset(token)
 
 
 def interpret_mode() -> bool:
-    """Pallas interpret mode unless the kernel is traced for a TPU."""
-    return (_TARGET_PLATFORM.get() or jax.default_backend()) != "tpu"
+    """Pallas interpret mode unless the kernel is traced for a TPU (jaxeval.models.platform: a compile for
+    a TPU target on a CPU-only machine traces for the TPU, so the kernel lowers as Mosaic)."""
+    return traced_platform() != "tpu"
 
 
 def _splash():

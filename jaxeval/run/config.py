@@ -27,7 +27,8 @@ from jaxeval.options.settings import names_of, parse_value
 NOT_HASHED = frozenset(names_of(ModelOptions, hashed=False) | names_of(RunOptions, hashed=False)
                        | {"batch_size_auto", "func", "command", "journal",
                           "judge_timeout", "judge_retries", "judge_max_failures",  # the judges' patience
-                          "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json"})  # the plan's
+                          "accelerator", "mfu", "mbu", "calibrate", "judge_price", "plan_json",  # the plan's
+                          "target", "target_choice"})  # run --target: how the batch and mesh were chosen
 # --reference and its bootstrap settings: a report made after the run, never part of it
 NOT_RECORDED = frozenset({"func", "command", "journal", "journal_mode", "reference", "bootstrap", "bootstrap_seed",
                           "ci"})

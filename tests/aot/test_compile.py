@@ -64,6 +64,29 @@ def test_tiny_read_compiles_for_v5e_4_with_splash_as_mosaic(tmp_path):
     assert [p["name"].split("[")[0] for p in report["programs"]] == ["prefill_chunk", "gather_rows", "read_head"]
 
 
+TINY_HYBRID = dict(model_type="qwen3_5_text", vocab_size=256, hidden_size=128, intermediate_size=256,
+                   num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=128,
+                   linear_num_key_heads=4, linear_num_value_heads=4, linear_key_head_dim=32, linear_value_head_dim=32,
+                   linear_conv_kernel_dim=4, layer_types=["linear_attention", "full_attention"] * 2,
+                   max_position_embeddings=4096, eos_token_id=2,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})
+
+
+@needs_tpu
+def test_hybrid_with_splash_compiles_on_a_mesh_as_mosaic(tmp_path):
+    # the hybrid's full-attention layers run splash per shard (the decoder's shard_map); XLA partitioning it
+    # failed: "Mosaic kernels cannot be automatically partitioned"
+    (tmp_path / "config.json").write_text(json.dumps(TINY_HYBRID))
+    code, report, err = compile_cli(tmp_path, "v5e-4", "--model", str(tmp_path), "--lengths", "512",
+                                    "--prefill_chunk", "256", "--mesh", "data=2,tensor=2", "--new_tokens", "8")
+    assert code == 0, err[-2000:]
+    check_report(report, 4)
+    prefill = report["programs"][0]
+    assert prefill["name"].startswith("prefill_hybrid_chunk") and prefill["mosaic_kernels"] >= 2
+    assert prefill["splash"]["ratio"] <= 1.1
+    assert report["programs"][3]["name"].startswith("prefill_hybrid_row") and report["programs"][3]["mosaic_kernels"] >= 1
+
+
 @needs_cuda
 def test_tiny_read_and_decode_compile_for_h100(tmp_path):
     code, report, err = compile_cli(tmp_path, "h100", "--model", "tiny-llama", "--lengths", "512",
@@ -96,13 +119,10 @@ def test_unknown_target_lists_the_known_ones(capsys):
     assert err.count("\n") == 0 and "unknown target 'v9x-8'" in err and "v5e-8" in err and "h100x8" in err
 
 
-def test_missing_compiler_package_says_which(monkeypatch, capsys):
+def test_missing_compiler_package_says_which(monkeypatch, capsys, compile_environment):
     from jaxeval.aot import targets
     from jaxeval.cli import main
 
-    for name, value in (("JAX_PLATFORMS", "cpu"), ("ALLOW_MULTIPLE_LIBTPU_LOAD", "1"),
-                        ("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")):  # prepare_environment's, restored after the test
-        monkeypatch.setenv(name, os.environ.get(name, value))
     monkeypatch.setattr(targets, "installed", lambda t: False)
     assert main(["compile", "v6e-8", "--model", "tiny-llama"]) == 2
     assert "needs libtpu==0.0.42.*" in capsys.readouterr().err
@@ -122,22 +142,27 @@ def test_lengths_parse_and_refuse():
 def test_batch_search_doubles_until_a_batch_does_not_fit(monkeypatch):
     from jaxeval.aot import command
     from jaxeval.aot.targets import TARGETS
+    from jaxeval.aot.workloads import from_lengths
     from jaxeval.errors import ConfigError
 
     asked = []
 
-    def fits(config, abstract, dtype, args, lengths, rows, backend, t):
+    def fits(config, abstract, dtype, args, workloads, rows, backend, t):
         asked.append(rows)
         return rows <= limit
 
     monkeypatch.setattr(command, "_fits_at", fits)
+    read = from_lengths([32768], 1, 8, 0)
     limit = 4
-    assert command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"]) == \
+    assert command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"]) == \
         (4, [{"rows": 1, "fits": True}, {"rows": 2, "fits": True}, {"rows": 4, "fits": True},
              {"rows": 8, "fits": False}])
     limit, asked[:] = 1000, []
-    assert command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"])[0] == command.AUTO_CAP
+    assert command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"])[0] == command.AUTO_CAP
     assert asked[-1] == command.AUTO_CAP
+    asked[:] = []  # auto:N stops at N
+    assert command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"], cap=16)[0] == 16
+    assert asked == [1, 2, 4, 8, 16]
     limit = 0
     with pytest.raises(ConfigError, match="not even one sequence of 32768 tokens fits v5e-8"):
-        command._largest_batch(None, None, None, None, [32768], "splash", TARGETS["v5e-8"])
+        command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"])
