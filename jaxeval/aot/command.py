@@ -143,14 +143,15 @@ def _workloads(args, config, tasks, lengths):
 
     def at(rows):
         if rows not in counted:
-            counted[rows] = workloads.from_tasks(args, tasks, config, rows)
+            counted[rows] = workloads.from_tasks(vars(args), tasks, config, rows)
         return counted[rows]
 
     return at
 
 
 def _auto_cap(text) -> int | None:
-    from jaxeval.plan.batch import auto_cap, parse_batch_size
+    from jaxeval.options.run import parse_batch_size
+    from jaxeval.plan.batch import auto_cap
 
     try:
         return auto_cap(parse_batch_size(text))

@@ -7,7 +7,6 @@ bucket and LM-head row bucket, a generation per batch rows and cache bucket."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from jaxeval.errors import ConfigError
@@ -41,14 +40,14 @@ def largest(workloads: list[Workload]) -> list[Workload]:
     return out
 
 
-def from_tasks(args, tasks: list[str], config, rows: int) -> tuple[list[Workload], dict]:
+def from_tasks(values: dict, tasks: list[str], config, rows: int) -> tuple[list[Workload], dict]:
     """The workloads of running `tasks` at batch size `rows` -> (workloads, what was counted: per task
     its requests and whether they come from the data or the benchmark's planned counts)."""
     from jaxeval.engine.buckets import count_bucket, length_bucket
     from jaxeval.engine.generate import batch_bucket
     from jaxeval.plan.command import count_tasks
 
-    counting = _counting_args(args, tasks, rows)
+    counting = _counting_args(values, tasks, rows)
     model = _counting_model(counting, config)
     estimated: dict[str, str] = {}
     counted = count_tasks(counting, tasks, model, estimated)
@@ -83,30 +82,33 @@ def from_tasks(args, tasks: list[str], config, rows: int) -> tuple[list[Workload
     return out, summary
 
 
-def _counting_args(args, tasks: list[str], rows: int) -> argparse.Namespace:
-    """The namespace the counting pass reads (the run's flags: the benchmarks' settings, --limit, --seed,
-    --gen_kwargs) at batch size `rows`; nothing is written (no output folder is made)."""
-    values = vars(args) | {"tasks": ",".join(tasks), "batch_size": rows, "out": None,
-                           "output_path": getattr(args, "output_path", "results")}
+def _counting_args(given: dict, tasks: list[str], rows: int):
+    """The typed flags the counting pass reads (jaxeval.options.flags.RunFlags: the benchmarks' settings,
+    --limit, --seed, --gen_kwargs) at batch size `rows`; nothing is written (no output folder is made)."""
+    from jaxeval.options.flags import RunFlags
+
+    values = dict(given) | {"tasks": ",".join(tasks), "batch_size": rows, "out": None,
+                           "output_path": given.get("output_path") or "results"}
     values.setdefault("limit", None)
     values.setdefault("seed", 0)
-    return argparse.Namespace(**values)
+    return RunFlags.of(values)
 
 
-def _counting_model(args, config):
+def _counting_model(flags, config):
     """The counting model of --model: a named shape counts with the embedded tokenizer (said so), a
     folder as `jaxeval plan` counts it (its tokenizer, or the embedded one for a config.json alone)."""
     from jaxeval.aot.shapes import named_config
 
-    if named_config(str(args.model)) is None:
+    model_name = str(flags.model.model)
+    if named_config(model_name) is None:
         from jaxeval.plan.command import counting_model
 
-        return counting_model(args)[0]
+        return counting_model(flags.model)[0]
     from jaxeval.embedded import EMBEDDED_MODEL
     from jaxeval.plan.counting import CountingModel
     from jaxeval.weights.loader import load_tokenizer_from
 
-    model = CountingModel(config, load_tokenizer_from(EMBEDDED_MODEL), str(args.model), (), args.prefill_chunk)
-    model.tokenizer_proxy = (f"{args.model} is a named shape (no tokenizer): tokens counted with the embedded "
+    model = CountingModel(config, load_tokenizer_from(EMBEDDED_MODEL), model_name, (), flags.model.prefill_chunk)
+    model.tokenizer_proxy = (f"{model_name} is a named shape (no tokenizer): tokens counted with the embedded "
                              "model's Llama tokenizer as a proxy")
     return model
