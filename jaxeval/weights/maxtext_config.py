@@ -23,10 +23,11 @@ from jaxeval.weights.maxtext_presets import BASE, PRESETS
 
 # decoder_block -> the Hugging Face model_type of the same architecture (maxtext/models/<block>.py).
 BLOCKS = {"llama2": "llama", "mistral": "mistral", "mixtral": "mixtral", "qwen3": "qwen3",
-          "qwen3_moe": "qwen3_moe", "gemma3": "gemma3_text"}
+          "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3_text"}
 # Blocks whose attention has no run-time query scale (no query_pre_attn_scalar in maxtext/models/<block>.py):
 # MaxText's converters fold 1/sqrt(head_dim) into their query kernels instead.
-QUERY_FOLDED = frozenset({"llama2", "mistral", "mixtral"})
+QUERY_FOLDED = frozenset({"llama2", "mistral", "mixtral", "gemma2"})
+GEMMA = ("gemma2", "gemma3")  # RMSNorm scales stored as 1 + w, tanh-GELU MLPs, post-attention/-MLP norms
 
 # Keys MaxText reads for training, data, checkpointing, logging, hardware and sharding: they do not
 # shape the model, so a config may hold them (a run's YAML always does).
@@ -49,8 +50,7 @@ _MODEL = frozenset(BASE) | {"base_moe_mlp_dim"}
 _FIXED = {"param_scan_axis": 1, "use_multimodal": False, "quantization": "", "attention_bias": False,
           "mlp_bias": False, "first_num_dense_layers": 0, "shared_experts": 0, "fused_qkv": False,
           "fused_mlp": False, "share_kv_projections": False, "global_parameter_scale": 1,
-          "inhomogeneous_layer_cycle_interval": 1, "final_logits_soft_cap": 0.0, "attn_logits_soft_cap": 0.0,
-          "rope_interleave": True}
+          "inhomogeneous_layer_cycle_interval": 1, "rope_interleave": True}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +62,8 @@ class MaxTextStyle:
     rope_interleaved: bool  # q/k head dims ordered (x0, x_{d/2}, x1, ...) for LLaMARotaryEmbedding
     norm_plus_one: bool  # RMSNorm scales stored as 1 + w (Gemma)
     embed_normalized: bool  # tied head divides logits by sqrt(emb_dim): the table holds E * sqrt(emb_dim)
-    pattern: int  # layers per scanned block (Gemma 3's 6: five sliding, one global); 1 otherwise
+    pattern: int  # layers per scanned block (Gemma 3's 6: five sliding, one global; Gemma 2's 2); 1 otherwise
+    paired: bool = False  # Gemma 2: one MaxText layer is a (local, global) pair, modules suffixed _local / _global
 
 
 def _scalar(text: str):
@@ -133,9 +134,9 @@ def style_of(m: dict) -> MaxTextStyle:
     rope31 = block == "llama2" and (str(m.get("model_name", "")).startswith("llama3.1")
                                    or str(m["rope_type"]).startswith("llama3.1"))
     return MaxTextStyle(block=block, query_folded=block in QUERY_FOLDED, rope_interleaved=rope31,
-                        norm_plus_one=block == "gemma3",
+                        norm_plus_one=block in GEMMA,
                         embed_normalized=bool(m["logits_via_embedding"] and m["normalize_embedding_logits"]),
-                        pattern=6 if block == "gemma3" else 1)
+                        pattern={"gemma3": 6, "gemma2": 2}.get(block, 1), paired=block == "gemma2")
 
 
 def hf_config(m: dict, where: str = "maxtext_config") -> dict:
@@ -144,12 +145,16 @@ def hf_config(m: dict, where: str = "maxtext_config") -> dict:
     if block not in BLOCKS:
         raise ConfigError(f"{where}: decoder_block={block!r} is not one jaxeval reads (known: {', '.join(BLOCKS)})")
     acts = list(m["mlp_activations"])
-    want = ["gelu", "linear"] if block == "gemma3" else ["silu", "linear"]
+    want = ["gelu", "linear"] if block in GEMMA else ["silu", "linear"]
     if acts != want:
         raise ConfigError(f"{where}: mlp_activations={acts} is not supported for decoder_block={block} "
                           f"(jaxeval reads {want})")
     if bool(m["use_qk_norm"]) != (block in ("qwen3", "qwen3_moe")) and block != "gemma3":
         raise ConfigError(f"{where}: use_qk_norm={m['use_qk_norm']} is not supported for decoder_block={block}")
+    for cap in ("final_logits_soft_cap", "attn_logits_soft_cap"):  # only Gemma 2's layers and head soft-cap
+        if float(m[cap] or 0.0) and block != "gemma2":
+            raise ConfigError(f"{where}: {cap}={m[cap]!r} is not supported for decoder_block={block} "
+                              "(jaxeval reads soft caps for gemma2 only)")
     raw = {"model_type": BLOCKS[block], "hidden_size": m["base_emb_dim"],
            "num_attention_heads": m["base_num_query_heads"], "num_key_value_heads": m["base_num_kv_heads"],
            "head_dim": m["head_dim"], "intermediate_size": m["base_mlp_dim"],
@@ -172,7 +177,24 @@ def hf_config(m: dict, where: str = "maxtext_config") -> dict:
                        decoder_sparse_step=1, mlp_only_layers=[])
     if block == "gemma3":
         _gemma3(raw, m, where)
+    if block == "gemma2":
+        _gemma2(raw, m, where)
     return raw
+
+
+def _gemma2(raw: dict, m: dict, where: str) -> None:
+    # maxtext/models/gemma2.py: each MaxText layer runs a sliding-window layer, then a global one
+    # (configs/models/gemma2-*.yml count these pairs in base_num_decoder_layers); its attention scales no
+    # query at run time, the converter folded 1/sqrt(head_dim) in: MaxText's model is query_pre_attn_scalar =
+    # head_dim (equal to the Hugging Face model's for 2b and 9b; 27b's Hugging Face scalar is 144).
+    if not m["sliding_window_size"]:
+        raise ConfigError(f"{where}: decoder_block=gemma2 needs sliding_window_size > 0")
+    pairs = raw["num_hidden_layers"]
+    raw.update(num_hidden_layers=2 * pairs, hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=m["head_dim"],
+               sliding_window=int(m["sliding_window_size"]),
+               layer_types=["sliding_attention", "full_attention"] * pairs,
+               attn_logit_softcapping=float(m["attn_logits_soft_cap"]) or None,
+               final_logit_softcapping=float(m["final_logits_soft_cap"]) or None)
 
 
 def _gemma3(raw: dict, m: dict, where: str) -> None:
@@ -196,6 +218,14 @@ def _gemma3(raw: dict, m: dict, where: str) -> None:
     raw.pop("rope_theta")
 
 
+def as_maxtext_model(raw: dict, style: MaxTextStyle) -> dict:
+    """A Hugging Face config.json read as the model MaxText runs from it: Gemma 2's attention scale is the one its
+    converter folds into the query kernel, 1/sqrt(head_dim) (maxtext_config._gemma2), whatever the file's scalar."""
+    if style.block != "gemma2":
+        return raw
+    return {**raw, "query_pre_attn_scalar": raw.get("head_dim") or raw["hidden_size"] // raw["num_attention_heads"]}
+
+
 def style_from_hf(raw: dict, where: str) -> MaxTextStyle:
     """The MaxTextStyle of a checkpoint described by a Hugging Face config.json (the family MaxText converts it as)."""
     model_type = raw.get("model_type")
@@ -209,6 +239,6 @@ def style_from_hf(raw: dict, where: str) -> MaxTextStyle:
     block = blocks[model_type]
     scaling = raw.get("rope_scaling") or raw.get("rope_parameters") or {}
     m = {**BASE, "decoder_block": block, "logits_via_embedding": bool(raw.get("tie_word_embeddings", False)),
-         "normalize_embedding_logits": block == "gemma3",
+         "normalize_embedding_logits": block in GEMMA,
          "rope_type": "llama3.1" if isinstance(scaling, dict) and scaling.get("rope_type") == "llama3" else "default"}
     return style_of(m)

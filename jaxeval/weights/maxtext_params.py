@@ -49,7 +49,12 @@ LAYER_LEAVES = {
     "mixtral": _ATTN | _moe("mixtral") | _LLAMA_NORMS, "qwen3_moe": _ATTN | _moe("qwen3_moe") | _LLAMA_NORMS,
     "gemma3": _ATTN | _MLP | {"attn_norm": "pre_self_attention_norm/scale", "post_attn_norm": "post_self_attention_norm/scale",
                               "mlp_norm": "pre_ffw_norm/scale", "post_mlp_norm": "post_ffw_norm/scale"},
+    # maxtext/models/gemma2.py: one MaxText layer holds two of ours, its modules suffixed _local and _global
+    "gemma2": {name: leaf.replace("/", "{slot}/", 1) for name, leaf in (_ATTN | _MLP).items() if "_norm" not in name}
+    | {"attn_norm": "pre_self_attention_norm{slot}/scale", "post_attn_norm": "post_self_attention_norm{slot}/scale",
+       "mlp_norm": "pre_ffw_norm{slot}/scale", "post_mlp_norm": "post_ffw_norm{slot}/scale"},
 }
+_PAIR = ("_local", "_global")  # Gemma 2's layer 2j is pair j's local (sliding) half, layer 2j + 1 its global one
 TOP_LEAVES = {"embed": "token_embedder/embedding", "final_norm": "decoder/decoder_norm/scale",
               "lm_head": "decoder/logits_dense/kernel"}
 _NORMS = frozenset({"attn_norm", "mlp_norm", "post_attn_norm", "post_mlp_norm", "q_norm", "k_norm", "final_norm"})
@@ -57,7 +62,12 @@ _NORMS = frozenset({"attn_norm", "mlp_norm", "post_attn_norm", "post_mlp_norm", 
 
 def _layer_sources(tree: MaxTextTree, style: MaxTextStyle, sub: str, layers: int) -> list[tuple[str, str]]:
     """The leaves holding one layer parameter, in layer order, each with how its layers lie:
-    "scan" (layer axis 1, all layers), "slot" (Gemma 3 pattern slot: axis 1 = its blocks), "one" (one layer)."""
+    "scan" (layer axis 1, all layers), "slot" (Gemma 3 pattern slot, Gemma 2 pair half: axis 1 = its blocks),
+    "one" (one layer)."""
+    if style.paired:
+        if tree.scanned:
+            return [(f"decoder/layers/{sub.format(slot=half)}", "slot") for half in _PAIR]
+        return [(f"decoder/layers_{j}/{sub.format(slot=half)}", "one") for j in range(layers // 2) for half in _PAIR]
     if not tree.scanned:
         return [(f"decoder/layers_{i}/{sub}", "one") for i in range(layers)]
     if style.pattern == 1:

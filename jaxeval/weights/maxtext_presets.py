@@ -44,6 +44,15 @@ def _gemma3(layers, emb, heads, kv, mlp, head_dim):
             "rope_linear_scaling_factor": 8.0}
 
 
+def _gemma2(layer_pairs, emb, heads, kv, mlp, head_dim):
+    # base_num_decoder_layers counts MaxText's layers, each a (local, global) pair of the model's layers
+    return {"base_num_decoder_layers": layer_pairs, "base_emb_dim": emb, "base_num_query_heads": heads,
+            "base_num_kv_heads": kv, "base_mlp_dim": mlp, "head_dim": head_dim, "mlp_activations": _GELU,
+            "vocab_size": 256128, "decoder_block": "gemma2", "normalization_layer_epsilon": 1e-06,
+            "logits_via_embedding": True, "final_logits_soft_cap": 30.0, "attn_logits_soft_cap": 50.0,
+            "sliding_window_size": 4096, "use_post_attn_norm": True, "use_post_ffw_norm": True}
+
+
 def _qwen3(emb, heads, mlp, layers, tied):
     return {"base_emb_dim": emb, "base_num_query_heads": heads, "base_num_kv_heads": 8, "base_mlp_dim": mlp,
             "base_num_decoder_layers": layers, "head_dim": 128, "mlp_activations": _SILU, "vocab_size": 151936,
@@ -77,6 +86,9 @@ PRESETS: dict[str, dict] = {
     "mistral-7b": _llama(4096, 32, 8, 14336, 32, 32000, 1000000, "mistral"),
     "mixtral-8x7b": _mixtral(4096, 32, 14336, 32, 32000),
     "mixtral-8x22b": _mixtral(6144, 48, 16384, 56, 32768),
+    "gemma2-2b": _gemma2(13, 2304, 8, 4, 9216, 256),
+    "gemma2-9b": _gemma2(21, 3584, 16, 8, 14336, 256),
+    "gemma2-27b": _gemma2(23, 4608, 32, 16, 36864, 128),
     "gemma3-4b": _gemma3(34, 2560, 8, 4, 10240, 256),
     "gemma3-12b": _gemma3(48, 3840, 16, 8, 15360, 256),
     "gemma3-27b": _gemma3(62, 5376, 32, 16, 21504, 128),

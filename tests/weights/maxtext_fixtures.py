@@ -25,6 +25,8 @@ def layer_leaves(t: dict, i: int, c: dict, family: str) -> dict:
     if family == "llama31":
         q = interleave(q) / np.sqrt(np.float32(d))
         k = interleave(k)
+    if family == "gemma2":  # GEMMA2_..._HOOK_FN scale_query_layer
+        q = q * np.float32(1 / np.sqrt(d))
     attn = {"query": {"kernel": q}, "key": {"kernel": k},
             "value": {"kernel": t[p + "self_attn.v_proj.weight"].T.reshape(e, kv, d)},
             "out": {"kernel": t[p + "self_attn.o_proj.weight"].T.reshape(h, d, e)}}
@@ -35,6 +37,12 @@ def layer_leaves(t: dict, i: int, c: dict, family: str) -> dict:
                 "pre_self_attention_layer_norm": {"scale": t[p + "input_layernorm.weight"]},
                 "post_self_attention_layer_norm": {"scale": t[p + "post_attention_layernorm.weight"]}}
     one = np.float32(1.0)
+    if family == "gemma2":
+        return {"self_attention": attn, "mlp": mlp,
+                "pre_self_attention_norm": {"scale": t[p + "input_layernorm.weight"] + one},
+                "post_self_attention_norm": {"scale": t[p + "post_attention_layernorm.weight"] + one},
+                "pre_ffw_norm": {"scale": t[p + "pre_feedforward_layernorm.weight"] + one},
+                "post_ffw_norm": {"scale": t[p + "post_feedforward_layernorm.weight"] + one}}
     attn |= {"query_norm": {"scale": t[p + "self_attn.q_norm.weight"] + one},
              "key_norm": {"scale": t[p + "self_attn.k_norm.weight"] + one}}
     return {"self_attention": attn, "mlp": mlp,
@@ -56,7 +64,19 @@ def maxtext_params(t: dict, c: dict, family: str, scanned: bool) -> dict:
     layers = [layer_leaves(t, i, c, family) for i in range(n)]
     decoder: dict = {"decoder_norm": {"scale": t["model.norm.weight"]}}
     embed = t["model.embed_tokens.weight"]
-    if family == "gemma3":
+    if family == "gemma2":
+        decoder["decoder_norm"]["scale"] = decoder["decoder_norm"]["scale"] + np.float32(1.0)
+        embed = embed * np.float32(c["hidden_size"] ** 0.5)  # pad_hf_embedding_layer: a float32 normalizer
+
+        def pair(j):  # maxtext/models/gemma2.py: layer 2j as the _local modules, layer 2j + 1 as the _global ones
+            return {f"{module}{half}": layers[2 * j + h][module] for h, half in enumerate(("_local", "_global"))
+                    for module in layers[0]}
+        pairs = [pair(j) for j in range(n // 2)]
+        if scanned:
+            decoder["layers"] = _stack(pairs)
+        else:
+            decoder |= {f"layers_{j}": p for j, p in enumerate(pairs)}
+    elif family == "gemma3":
         decoder["decoder_norm"]["scale"] = decoder["decoder_norm"]["scale"] + np.float32(1.0)
         # the converter's normalizer, rounded to bfloat16 (GEMMA3_..._HOOK_FN pad_and_scale_embedding)
         embed = embed * np.float32(np.asarray(c["hidden_size"] ** 0.5, dtype=np.float32).astype("bfloat16"))
@@ -106,6 +126,14 @@ GEMMA3_TEXT = {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM
                "layer_types": ["sliding_attention"] * 5 + ["full_attention"] + ["sliding_attention"],
                "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
                                    "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}}}
+
+
+GEMMA2 = {"model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], "vocab_size": 64, "hidden_size": 32,
+          "intermediate_size": 48, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "head_dim": 8, "query_pre_attn_scalar": 8, "rms_norm_eps": 1e-6, "sliding_window": 8,
+          "max_position_embeddings": 4096, "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+          "final_logit_softcapping": 30.0, "attn_logit_softcapping": 50.0, "rope_theta": 10000.0,
+          "layer_types": ["sliding_attention", "full_attention"] * 2}
 
 
 def gemma3_tensors(c: dict, seed: int = 0) -> dict:

@@ -22,6 +22,7 @@ LLAMA31 = {**TINY_LLAMA_CONFIG, "max_position_embeddings": 163840,
 SHAPE = ("override_model_config=True base_emb_dim=32 base_num_query_heads=4 base_num_kv_heads=2 head_dim=8 "
          "vocab_size=64")
 LLAMA_ARGS = f"model_name=llama3.1-8b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=2"
+GEMMA2_ARGS = f"model_name=gemma2-2b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=2 sliding_window_size=8"
 GEMMA_ARGS = (f"model_name=gemma3-4b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=7 sliding_window_size=8 "
               "use_multimodal=False")
 
@@ -112,6 +113,30 @@ def test_gemma3_pattern_layers_read_equal_to_hf(tmp_path, scan):
     want["['embed'].value"] = want["['embed'].value"] * np.float32(ratio)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=2e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("scan", [True, False])
+def test_gemma2_paired_layers_read_equal_to_hf(tmp_path, scan):
+    """Gemma 2's MaxText layer j holds layers 2j (_local) and 2j + 1 (_global); query x 1/sqrt(head_dim), norms
+    + 1, table x float32 sqrt(d); read by --maxtext_config and by the folder's config.json alike."""
+    c = mf.GEMMA2
+    tensors = {k: v for k, v in mf.gemma3_tensors({**c, "num_hidden_layers": 4}).items() if "_norm." not in k}
+    hf = write_hf_folder(tmp_path / "hf", c, tensors)
+    tree = mf.maxtext_params(tensors, c, "gemma2", scanned=scan)
+    mf.save_items(tmp_path / "ck/0/items", {"params": {"params": tree}, "step": np.int64(0)})
+    ref = jaxeval.load_model(hf, dtype="float32", load_tokenizer=False)
+    want = params_of(ref)
+    for kwargs in ({"maxtext_config": f"{GEMMA2_ARGS} scan_layers={scan}"}, {"config": hf / "config.json"}):
+        model = jaxeval.load_model(tmp_path / "ck/0", dtype="float32", load_tokenizer=False, **kwargs)
+        assert model.config.attn_logit_softcap == 50.0 and model.config.final_logit_softcap == 30.0
+        got = params_of(model)
+        assert sorted(got) == sorted(want)
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=2e-7, err_msg=name)
+    ids = np.random.default_rng(0).integers(0, 64, size=40)
+    pos = np.arange(1, 40)
+    delta = np.abs(np.asarray(model.read(ids, pos, ids[1:]).logprobs) - np.asarray(ref.read(ids, pos, ids[1:]).logprobs))
+    assert delta.max() <= 1e-5
 
 
 # ---- bad input: one line each, before any array is read ----------------------------------------------------
