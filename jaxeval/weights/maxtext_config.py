@@ -13,6 +13,7 @@ weights, which jaxeval.weights.maxtext_params undoes.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from pathlib import Path
 
@@ -23,7 +24,8 @@ from jaxeval.weights.maxtext_presets import BASE, PRESETS
 
 # decoder_block -> the Hugging Face model_type of the same architecture (maxtext/models/<block>.py).
 BLOCKS = {"llama2": "llama", "mistral": "mistral", "mixtral": "mixtral", "qwen3": "qwen3",
-          "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3_text"}
+          "qwen3_moe": "qwen3_moe", "gemma2": "gemma2", "gemma3": "gemma3_text",
+          "gpt_oss": "gpt_oss"}
 # Blocks whose attention has no run-time query scale (no query_pre_attn_scalar in maxtext/models/<block>.py):
 # MaxText's converters fold 1/sqrt(head_dim) into their query kernels instead.
 QUERY_FOLDED = frozenset({"llama2", "mistral", "mixtral", "gemma2"})
@@ -47,10 +49,16 @@ _RUNTIME = re.compile(
 # Model keys jaxeval reads (their values become the model's shape) or requires at base.yml's default.
 _MODEL = frozenset(BASE) | {"base_moe_mlp_dim"}
 # Model keys jaxeval reads only at these values (anything else changes the architecture in ways it does not run).
-_FIXED = {"param_scan_axis": 1, "use_multimodal": False, "quantization": "", "attention_bias": False,
-          "mlp_bias": False, "first_num_dense_layers": 0, "shared_experts": 0, "fused_qkv": False,
-          "fused_mlp": False, "share_kv_projections": False, "global_parameter_scale": 1,
-          "inhomogeneous_layer_cycle_interval": 1, "rope_interleave": True}
+_FIXED = {"param_scan_axis": 1, "use_multimodal": False, "quantization": "", "first_num_dense_layers": 0,
+          "shared_experts": 0, "fused_qkv": False, "fused_mlp": False, "share_kv_projections": False,
+          "global_parameter_scale": 1}
+# Model keys a decoder block fixes (maxtext/models/gpt_oss.py builds biased, sink-attending layers in (sliding,
+# global) pairs, YaRN without interleaving; the other blocks have none of that), checked on the merged config.
+_BLOCK_FIXED = {"attention_bias": False, "mlp_bias": False, "routed_bias": False, "attention_sink": False,
+                "inhomogeneous_layer_cycle_interval": 1, "rope_interleave": True}
+_GPT_OSS_FIXED = {"attention_bias": True, "mlp_bias": True, "routed_bias": True, "attention_sink": True,
+                  "inhomogeneous_layer_cycle_interval": 2, "rope_interleave": False, "rope_type": "yarn",
+                  "routed_scaling_factor": 1.0, "routed_score_func": ""}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +144,7 @@ def style_of(m: dict) -> MaxTextStyle:
     return MaxTextStyle(block=block, query_folded=block in QUERY_FOLDED, rope_interleaved=rope31,
                         norm_plus_one=block in GEMMA,
                         embed_normalized=bool(m["logits_via_embedding"] and m["normalize_embedding_logits"]),
-                        pattern={"gemma3": 6, "gemma2": 2}.get(block, 1), paired=block == "gemma2")
+                        pattern={"gemma3": 6, "gemma2": 2, "gpt_oss": 2}.get(block, 1), paired=block == "gemma2")
 
 
 def hf_config(m: dict, where: str = "maxtext_config") -> dict:
@@ -144,8 +152,14 @@ def hf_config(m: dict, where: str = "maxtext_config") -> dict:
     block = m["decoder_block"]
     if block not in BLOCKS:
         raise ConfigError(f"{where}: decoder_block={block!r} is not one jaxeval reads (known: {', '.join(BLOCKS)})")
+    for key, value in (_GPT_OSS_FIXED if block == "gpt_oss" else _BLOCK_FIXED).items():
+        if m[key] != value:
+            raise ConfigError(f"{where}: {key}={m[key]!r} is not supported for decoder_block={block} "
+                              f"(jaxeval reads {key}={value!r} there)")
+    if str(m["rope_type"]) == "yarn" and block != "gpt_oss":
+        raise ConfigError(f"{where}: rope_type=yarn is not supported for decoder_block={block}")
     acts = list(m["mlp_activations"])
-    want = ["gelu", "linear"] if block in GEMMA else ["silu", "linear"]
+    want = ["gelu", "linear"] if block in GEMMA else ["sigmoid", "linear"] if block == "gpt_oss" else ["silu", "linear"]
     if acts != want:
         raise ConfigError(f"{where}: mlp_activations={acts} is not supported for decoder_block={block} "
                           f"(jaxeval reads {want})")
@@ -179,7 +193,29 @@ def hf_config(m: dict, where: str = "maxtext_config") -> dict:
         _gemma3(raw, m, where)
     if block == "gemma2":
         _gemma2(raw, m, where)
+    if block == "gpt_oss":
+        _gpt_oss(raw, m, where)
     return raw
+
+
+def _gpt_oss(raw: dict, m: dict, where: str) -> None:
+    # maxtext/models/gpt_oss.py: GPT_OSS_ATTENTION_PATTERN (sliding, global) repeated, scanned per pattern slot;
+    # layers/embeddings.py YarnRotaryEmbedding: cos/sin x (0.1 ln(rope_factor) + 1) when rope_attention_scaling;
+    # layers/moe.py: experts' GLU clipped at mlp_activations_limit, sigmoid(1.702 x) as in transformers' gpt-oss
+    layers = raw["num_hidden_layers"]
+    if layers % 2:
+        raise ConfigError(f"{where}: decoder_block=gpt_oss needs an even base_num_decoder_layers (got {layers})")
+    factor = float(m["rope_factor"])
+    scaling = (0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0) if m["rope_attention_scaling"] else 1.0
+    moe = m["base_moe_mlp_dim"] if m["base_moe_mlp_dim"] > 0 else m["base_mlp_dim"]
+    raw.update(num_local_experts=m["num_experts"], num_experts_per_tok=m["num_experts_per_tok"], intermediate_size=moe,
+               sliding_window=int(m["sliding_window_size"]), attention_bias=True,
+               layer_types=["sliding_attention", "full_attention"] * (layers // 2),
+               swiglu_limit=float(m["mlp_activations_limit"]), swiglu_alpha=1.702,
+               rope_parameters={"rope_type": "yarn", "rope_theta": raw.pop("rope_theta"), "factor": factor,
+                                "beta_fast": float(m["beta_fast"]), "beta_slow": float(m["beta_slow"]),
+                                "original_max_position_embeddings": int(m["original_max_position_embeddings"]),
+                                "truncate": bool(m["rope_truncate"]), "attention_factor": scaling})
 
 
 def _gemma2(raw: dict, m: dict, where: str) -> None:

@@ -53,6 +53,16 @@ LAYER_LEAVES = {
     "gemma2": {name: leaf.replace("/", "{slot}/", 1) for name, leaf in (_ATTN | _MLP).items() if "_norm" not in name}
     | {"attn_norm": "pre_self_attention_norm{slot}/scale", "post_attn_norm": "post_self_attention_norm{slot}/scale",
        "mlp_norm": "pre_ffw_norm{slot}/scale", "post_mlp_norm": "post_ffw_norm{slot}/scale"},
+    # maxtext/models/gpt_oss.py GptOssDecoderLayer: biased attention with sinks, RoutedMoE with biased experts
+    "gpt_oss": {"attn_norm": "pre_self_attention_layer_norm/scale", "mlp_norm": "post_self_attention_layer_norm/scale",
+                **{ours: f"GptOssAttention/{leaf}" for ours, leaf in (
+                    ("wq", "query/kernel"), ("bq", "query/bias"), ("wk", "key/kernel"), ("bk", "key/bias"),
+                    ("wv", "value/kernel"), ("bv", "value/bias"), ("wo", "out/kernel"), ("bo", "out/bias"),
+                    ("sinks", "sinks"))},
+                **{ours: f"GptOssMlp/{leaf}" for ours, leaf in (
+                    ("router", "gate/kernel"), ("router_bias", "gate/bias"), ("moe_gate", "wi_0"),
+                    ("moe_gate_bias", "wi_0_bias"), ("moe_up", "wi_1"), ("moe_up_bias", "wi_1_bias"),
+                    ("moe_down", "wo"), ("moe_down_bias", "wo_bias"))}},
 }
 _PAIR = ("_local", "_global")  # Gemma 2's layer 2j is pair j's local (sliding) half, layer 2j + 1 its global one
 TOP_LEAVES = {"embed": "token_embedder/embedding", "final_norm": "decoder/decoder_norm/scale",

@@ -23,6 +23,9 @@ BASE = {
     "quantization": "", "attention_bias": False, "mlp_bias": False, "first_num_dense_layers": 0,
     "shared_experts": 0, "fused_qkv": False, "fused_mlp": False, "share_kv_projections": False,
     "global_parameter_scale": 1, "inhomogeneous_layer_cycle_interval": 1, "rope_interleave": True,
+    "attention_sink": False, "routed_bias": False, "mlp_activations_limit": -1.0, "original_max_position_embeddings": 4096,
+    "rope_factor": 40, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "rope_truncate": True,
+    "rope_attention_scaling": False, "routed_scaling_factor": 1.0, "routed_score_func": "",
 }
 
 _SILU, _GELU = ["silu", "linear"], ["gelu", "linear"]
@@ -72,6 +75,18 @@ def _mixtral(emb, heads, mlp, layers, vocab):
             "num_experts": 8, "num_experts_per_tok": 2}
 
 
+def _gpt_oss(heads, experts, layers):
+    return {"base_emb_dim": 2880, "base_num_query_heads": heads, "base_num_kv_heads": 8, "head_dim": 64,
+            "sliding_window_size": 128, "attention_bias": True, "attention_sink": True, "rope_type": "yarn",
+            "rope_max_timescale": 150000, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+            "rope_factor": 32, "beta_fast": 32, "beta_slow": 1, "rope_interleave": False, "rope_truncate": False,
+            "rope_attention_scaling": True, "base_mlp_dim": 2880, "base_moe_mlp_dim": 2880,
+            "mlp_activations": ["sigmoid", "linear"], "mlp_activations_limit": 7.0, "routed_bias": True,
+            "mlp_bias": True, "num_experts": experts, "num_experts_per_tok": 4, "base_num_decoder_layers": layers,
+            "vocab_size": 201088, "normalization_layer_epsilon": 1.0e-5, "logits_via_embedding": False,
+            "decoder_block": "gpt_oss", "inhomogeneous_layer_cycle_interval": 2}
+
+
 PRESETS: dict[str, dict] = {
     "llama2-7b": _llama(4096, 32, 32, 11008, 32, 32000),
     "llama2-13b": _llama(5120, 40, 40, 13824, 40, 32000),
@@ -100,4 +115,6 @@ PRESETS: dict[str, dict] = {
     "qwen3-32b": _qwen3(5120, 64, 25600, 64, False),
     "qwen3-30b-a3b": _qwen3_moe(2048, 768, 32, 48, 10000000),
     "qwen3-235b-a22b": _qwen3_moe(4096, 1536, 64, 94, 5000000),
+    "gpt-oss-20b": _gpt_oss(64, 32, 24),
+    "gpt-oss-120b": _gpt_oss(64, 128, 36),
 }

@@ -1,6 +1,6 @@
 """MaxText's own code as the reference (by hand, not in the default run: `pytest -m maxtext`; docs/maxtext.md).
 
-Tiny random Hugging Face models of three families (Llama 3.1, Gemma 3, Qwen3-MoE) are converted with
+Tiny random Hugging Face models of five families (Llama 3.1, Gemma 2, Gemma 3, Qwen3-MoE, gpt-oss) are converted with
 MaxText's own converter (maxtext 0.2.5's to_maxtext, in its own Python 3.12 virtualenv, run as a
 subprocess); jaxeval's read of each MaxText checkpoint must equal its read of the Hugging Face folder
 (max |d log p| <= 1e-5, float32, 16k positions) and, where MaxText's forward runs on CPU, MaxText's own
@@ -33,6 +33,9 @@ FAMILIES = {
     "llama31": ["model_name=llama3.1-8b", *SHAPE, "base_num_decoder_layers=2"],
     "gemma3": ["model_name=gemma3-4b", *SHAPE, "base_num_decoder_layers=7", "sliding_window_size=128",
                "use_multimodal=False"],
+    "gemma2": ["model_name=gemma2-2b", *SHAPE, "base_num_decoder_layers=2", "sliding_window_size=128"],  # 2 pairs
+    "gptoss": ["model_name=gpt-oss-20b", *SHAPE, "base_mlp_dim=64", "base_moe_mlp_dim=64", "num_experts=4",
+               "num_experts_per_tok=2", "base_num_decoder_layers=4"],
     "qwen3moe": ["model_name=qwen3-30b-a3b", *SHAPE, "base_mlp_dim=64", "base_moe_mlp_dim=64", "num_experts=8",
                  "num_experts_per_tok=2", "rope_max_timescale=10000000", "base_num_decoder_layers=2"],
 }
@@ -82,7 +85,11 @@ def _randomise(model, gemma: bool):
     torch.manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.ndim == 1:
+            if ".experts." in name and p.ndim == 3:  # gpt-oss's fused experts are [E, in, out]
+                p.copy_(torch.randn_like(p) / math.sqrt(p.shape[-2]))
+            elif not gemma and ("norm" not in name and p.ndim == 1 or name.endswith("_bias")):  # gpt-oss: biases, sinks
+                p.copy_(0.1 * torch.randn_like(p))
+            elif p.ndim == 1:
                 p.copy_(0.2 * torch.randn_like(p) if gemma and "norm" in name else
                         0.02 * torch.randn_like(p) if gemma else 1.0 + 0.2 * torch.randn_like(p))
             else:
@@ -104,6 +111,17 @@ def _hf_folder(family: str, folder: Path) -> Path:
                                           num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1,
                                           mlp_only_layers=[], rms_norm_eps=1e-6, rope_theta=1e7)
         model = transformers.Qwen3MoeForCausalLM(cfg)
+    elif family == "gemma2":
+        cfg = transformers.Gemma2Config(**{**common, "num_hidden_layers": 4, "tie_word_embeddings": True},
+                                        query_pre_attn_scalar=32, sliding_window=128, rms_norm_eps=1e-6,
+                                        rope_theta=10000.0, attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                                        hidden_activation="gelu_pytorch_tanh")
+        model = transformers.Gemma2ForCausalLM(cfg)
+    elif family == "gptoss":
+        cfg = transformers.GptOssConfig(**{**common, "intermediate_size": 64, "num_hidden_layers": 4},
+                                        num_local_experts=4, num_experts_per_tok=2, sliding_window=128, rms_norm_eps=1e-5,
+                                        layer_types=["sliding_attention", "full_attention"] * 2)
+        model = transformers.GptOssForCausalLM(cfg)
     else:
         text = {**common, "num_hidden_layers": 7, "query_pre_attn_scalar": 32, "rms_norm_eps": 1e-6,
                 "sliding_window": 128, "hidden_activation": "gelu_pytorch_tanh",
@@ -117,7 +135,7 @@ def _hf_folder(family: str, folder: Path) -> Path:
                                         tie_word_embeddings=True)
         model = transformers.Gemma3ForConditionalGeneration(cfg)
     model = model.float().eval()
-    _randomise(model, family == "gemma3")
+    _randomise(model, family in ("gemma2", "gemma3"))
     model.save_pretrained(folder, safe_serialization=True)
     if family == "gemma3":  # MaxText's gemma3 mapping reads transformers' in-memory names (model.language_model.*)
         from safetensors.numpy import load_file, save_file
@@ -183,10 +201,11 @@ def test_maxtext_checkpoint_reads_equal_to_hf_folder(converted):
     assert delta <= 1e-5
 
 
-@pytest.mark.parametrize("family", ["llama31", "gemma3"])
+@pytest.mark.parametrize("family", ["llama31", "gemma2", "gemma3"])
 def test_maxtext_checkpoint_reads_equal_to_maxtext_forward(converted, family, tmp_path):
-    """MaxText's forward on the same checkpoint (eager; Gemma 3 with its tied head in float32). Qwen3-MoE is
-    left out: MaxText's own forward is 1e-4 from transformers there (maxtext_reference.md §7)."""
+    """MaxText's forward on the same checkpoint (eager; Gemma 2 and 3 with the tied head in float32). Qwen3-MoE is left
+    out: MaxText's own forward is 1e-4 from transformers there (maxtext_reference.md §7); gpt-oss is checked against
+    its Hugging Face folder only."""
     import jaxeval
 
     got_family, _, ckpt, args = converted
