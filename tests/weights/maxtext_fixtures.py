@@ -52,6 +52,74 @@ def layer_leaves(t: dict, i: int, c: dict, family: str) -> dict:
             "post_ffw_norm": {"scale": t[p + "post_feedforward_layernorm.weight"] + one}}
 
 
+def gpt_oss_layer(t: dict, i: int, c: dict) -> dict:
+    """One HF gpt-oss layer as MaxText's GptOssDecoderLayer leaves (GPT_OSS_TO_HF_PARAM_HOOK_FN: kernels transposed and
+    reshaped, biases reshaped to [heads, head_dim], the fused gate_up split by its interleave)."""
+    p = f"model.layers.{i}."
+    e, h, kv, d = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+
+    def proj(name, heads):
+        return {"kernel": t[p + f"self_attn.{name}.weight"].T.reshape(e, heads, d),
+                "bias": t[p + f"self_attn.{name}.bias"].reshape(heads, d)}
+    gate_up, gate_up_bias = t[p + "mlp.experts.gate_up_proj"], t[p + "mlp.experts.gate_up_proj_bias"]
+    return {"pre_self_attention_layer_norm": {"scale": t[p + "input_layernorm.weight"]},
+            "post_self_attention_layer_norm": {"scale": t[p + "post_attention_layernorm.weight"]},
+            "GptOssAttention": {"query": proj("q_proj", h), "key": proj("k_proj", kv), "value": proj("v_proj", kv),
+                                "out": {"kernel": t[p + "self_attn.o_proj.weight"].T.reshape(h, d, e),
+                                        "bias": t[p + "self_attn.o_proj.bias"]},
+                                "sinks": t[p + "self_attn.sinks"]},
+            "GptOssMlp": {"gate": {"kernel": t[p + "mlp.router.weight"].T, "bias": t[p + "mlp.router.bias"]},
+                          "wi_0": gate_up[..., ::2], "wi_1": gate_up[..., 1::2],
+                          "wi_0_bias": gate_up_bias[..., ::2], "wi_1_bias": gate_up_bias[..., 1::2],
+                          "wo": t[p + "mlp.experts.down_proj"], "wo_bias": t[p + "mlp.experts.down_proj_bias"]}}
+
+
+def gpt_oss_params(t: dict, c: dict, scanned: bool) -> dict:
+    """HF gpt-oss tensors -> MaxText's tree: scanned per (sliding, global) slot, layers/layers_<k> with block j on
+    axis 1 holding layer 2j + k; unscanned, one layers_<i> per layer."""
+    n = c["num_hidden_layers"]
+    layers = [gpt_oss_layer(t, i, c) for i in range(n)]
+    decoder = {"decoder_norm": {"scale": t["model.norm.weight"]}, "logits_dense": {"kernel": t["lm_head.weight"].T}}
+    if scanned:
+        decoder["layers"] = {f"layers_{k}": _stack(layers[k::2]) for k in range(2)}
+    else:
+        decoder |= {f"layers_{i}": layer for i, layer in enumerate(layers)}
+    return {"decoder": decoder, "token_embedder": {"embedding": t["model.embed_tokens.weight"]}}
+
+
+GPT_OSS = {"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"], "vocab_size": 64, "hidden_size": 32,
+           "intermediate_size": 16, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "head_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 8, "rms_norm_eps": 1e-5,
+           "max_position_embeddings": 131072, "tie_word_embeddings": False, "attention_bias": True,
+           "layer_types": ["sliding_attention", "full_attention"] * 2, "swiglu_limit": 7.0,
+           "rope_parameters": {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0,
+                               "beta_slow": 1.0, "original_max_position_embeddings": 4096, "truncate": False}}
+
+
+def gpt_oss_tensors(c: dict, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    v, d, f, x = c["vocab_size"], c["hidden_size"], c["intermediate_size"], c["num_local_experts"]
+    h, kv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+
+    def w(*shape, fan_in=None):
+        return (rng.standard_normal(shape) / np.sqrt(fan_in or shape[-1])).astype(np.float32)
+
+    def b(*shape):
+        return (0.1 * rng.standard_normal(shape)).astype(np.float32)
+    t = {"model.embed_tokens.weight": w(v, d), "model.norm.weight": 1 + b(d), "lm_head.weight": w(v, d)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t |= {p + "self_attn.q_proj.weight": w(h * hd, d), p + "self_attn.q_proj.bias": b(h * hd),
+              p + "self_attn.k_proj.weight": w(kv * hd, d), p + "self_attn.k_proj.bias": b(kv * hd),
+              p + "self_attn.v_proj.weight": w(kv * hd, d), p + "self_attn.v_proj.bias": b(kv * hd),
+              p + "self_attn.o_proj.weight": w(d, h * hd), p + "self_attn.o_proj.bias": b(d),
+              p + "self_attn.sinks": 20 * b(h), p + "mlp.router.weight": w(x, d), p + "mlp.router.bias": b(x),
+              p + "mlp.experts.gate_up_proj": w(x, d, 2 * f, fan_in=d), p + "mlp.experts.gate_up_proj_bias": b(x, 2 * f),
+              p + "mlp.experts.down_proj": w(x, f, d, fan_in=f), p + "mlp.experts.down_proj_bias": b(x, d),
+              p + "input_layernorm.weight": 1 + b(d), p + "post_attention_layernorm.weight": 1 + b(d)}
+    return t
+
+
 def _stack(trees: list, axis: int = 1):
     if isinstance(trees[0], dict):
         return {k: _stack([t[k] for t in trees], axis) for k in trees[0]}

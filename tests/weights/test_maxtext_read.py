@@ -23,6 +23,8 @@ SHAPE = ("override_model_config=True base_emb_dim=32 base_num_query_heads=4 base
          "vocab_size=64")
 LLAMA_ARGS = f"model_name=llama3.1-8b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=2"
 GEMMA2_ARGS = f"model_name=gemma2-2b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=2 sliding_window_size=8"
+GPT_OSS_ARGS = (f"model_name=gpt-oss-20b {SHAPE} base_mlp_dim=16 base_moe_mlp_dim=16 num_experts=4 "
+                "num_experts_per_tok=2 base_num_decoder_layers=4 sliding_window_size=8")
 GEMMA_ARGS = (f"model_name=gemma3-4b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=7 sliding_window_size=8 "
               "use_multimodal=False")
 
@@ -137,6 +139,25 @@ def test_gemma2_paired_layers_read_equal_to_hf(tmp_path, scan):
     pos = np.arange(1, 40)
     delta = np.abs(np.asarray(model.read(ids, pos, ids[1:]).logprobs) - np.asarray(ref.read(ids, pos, ids[1:]).logprobs))
     assert delta.max() <= 1e-5
+
+
+@pytest.mark.parametrize("scan", [True, False])
+def test_gpt_oss_pattern_slots_read_equal_to_hf(tmp_path, scan):
+    """gpt-oss's scanned tree holds (sliding, global) slots layers/layers_<k>, block j on axis 1 = layer 2j + k, its
+    fused gate_up split into wi_0 / wi_1; no transformation of values: the read is bit for bit the folder's."""
+    c = mf.GPT_OSS
+    tensors = mf.gpt_oss_tensors(c)
+    hf = write_hf_folder(tmp_path / "hf", c, tensors)
+    mf.save_items(tmp_path / "ck/0/items", {"params": {"params": mf.gpt_oss_params(tensors, c, scan)},
+                                            "step": np.int64(0)})
+    ref = jaxeval.load_model(hf, dtype="float32", load_tokenizer=False)
+    model = jaxeval.load_model(tmp_path / "ck/0", dtype="float32", load_tokenizer=False,
+                               maxtext_config=f"{GPT_OSS_ARGS} scan_layers={scan}")
+    assert model.config == ref.config
+    want, got = params_of(ref), params_of(model)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
 # ---- bad input: one line each, before any array is read ----------------------------------------------------
