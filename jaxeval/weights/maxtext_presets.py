@@ -26,6 +26,8 @@ BASE = {
     "attention_sink": False, "routed_bias": False, "mlp_activations_limit": -1.0, "original_max_position_embeddings": 4096,
     "rope_factor": 40, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "rope_truncate": True,
     "rope_attention_scaling": False, "routed_scaling_factor": 1.0, "routed_score_func": "",
+    "attention_type": "global", "q_lora_rank": 0, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "v_head_dim": 128, "n_routing_groups": -1, "topk_routing_group": -1, "use_indexer": False,
 }
 
 _SILU, _GELU = ["silu", "linear"], ["gelu", "linear"]
@@ -87,6 +89,19 @@ def _gpt_oss(heads, experts, layers):
             "decoder_block": "gpt_oss", "inhomogeneous_layer_cycle_interval": 2}
 
 
+# configs/models/deepseek3-671b.yml (MaxText routes without expert groups: n_routing_groups stays -1)
+DEEPSEEK3_671B = {
+    "base_emb_dim": 7168, "base_num_query_heads": 128, "base_num_kv_heads": 128, "base_mlp_dim": 18432,
+    "base_moe_mlp_dim": 2048, "base_num_decoder_layers": 61, "first_num_dense_layers": 3, "mlp_activations": _SILU,
+    "vocab_size": 129280, "logits_via_embedding": False, "normalization_layer_epsilon": 1.0e-6, "num_experts": 256,
+    "num_experts_per_tok": 8, "shared_experts": 1, "routed_scaling_factor": 2.5, "routed_score_func": "sigmoid",
+    "routed_bias": True, "decoder_block": "deepseek", "attention_type": "mla", "q_lora_rank": 1536, "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "mscale": 1.0, "rope_type": "yarn",
+    "rope_max_timescale": 10000, "max_position_embeddings": 163840, "original_max_position_embeddings": 4096,
+    "rope_factor": 40, "beta_fast": 32, "rope_interleave": True, "rope_truncate": True, "rope_attention_scaling": False,
+}
+
+
 PRESETS: dict[str, dict] = {
     "llama2-7b": _llama(4096, 32, 32, 11008, 32, 32000),
     "llama2-13b": _llama(5120, 40, 40, 13824, 40, 32000),
@@ -115,6 +130,7 @@ PRESETS: dict[str, dict] = {
     "qwen3-32b": _qwen3(5120, 64, 25600, 64, False),
     "qwen3-30b-a3b": _qwen3_moe(2048, 768, 32, 48, 10000000),
     "qwen3-235b-a22b": _qwen3_moe(4096, 1536, 64, 94, 5000000),
+    "deepseek3-671b": DEEPSEEK3_671B,
     "gpt-oss-20b": _gpt_oss(64, 32, 24),
     "gpt-oss-120b": _gpt_oss(64, 128, 36),
 }

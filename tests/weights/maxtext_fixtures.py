@@ -120,6 +120,100 @@ def gpt_oss_tensors(c: dict, seed: int = 0) -> dict:
     return t
 
 
+DEEPSEEK = {"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "vocab_size": 64, "hidden_size": 32,
+            "intermediate_size": 48, "moe_intermediate_size": 16, "num_hidden_layers": 3, "first_k_dense_replace": 1,
+            "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 1, "topk_group": 1,
+            "routed_scaling_factor": 2.5, "norm_topk_prob": True, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8,
+            "head_dim": 4, "rms_norm_eps": 1e-6, "max_position_embeddings": 163840, "tie_word_embeddings": False,
+            "rope_interleave": True, "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+                                                         "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
+                                                         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096}}
+
+
+def deepseek_tensors(c: dict, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    d, h, e = c["hidden_size"], c["num_attention_heads"], c["n_routed_experts"]
+    qk, kv_b = c["qk_nope_head_dim"] + c["qk_rope_head_dim"], c["qk_nope_head_dim"] + c["v_head_dim"]
+    i_moe = c["moe_intermediate_size"]
+
+    def w(*shape):
+        return (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+
+    def norm(n):
+        return (1 + 0.2 * rng.standard_normal(n)).astype(np.float32)
+    t = {"model.embed_tokens.weight": w(c["vocab_size"], d), "model.norm.weight": norm(d),
+         "lm_head.weight": w(c["vocab_size"], d)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t |= {p + "input_layernorm.weight": norm(d), p + "post_attention_layernorm.weight": norm(d),
+              p + "self_attn.q_a_proj.weight": w(c["q_lora_rank"], d), p + "self_attn.q_a_layernorm.weight": norm(c["q_lora_rank"]),
+              p + "self_attn.q_b_proj.weight": w(h * qk, c["q_lora_rank"]),
+              p + "self_attn.kv_a_proj_with_mqa.weight": w(c["kv_lora_rank"] + c["qk_rope_head_dim"], d),
+              p + "self_attn.kv_a_layernorm.weight": norm(c["kv_lora_rank"]),
+              p + "self_attn.kv_b_proj.weight": w(h * kv_b, c["kv_lora_rank"]),
+              p + "self_attn.o_proj.weight": w(d, h * c["v_head_dim"])}
+        if i < c["first_k_dense_replace"]:
+            f = c["intermediate_size"]
+            t |= {p + "mlp.gate_proj.weight": w(f, d), p + "mlp.up_proj.weight": w(f, d), p + "mlp.down_proj.weight": w(d, f)}
+            continue
+        t |= {p + "mlp.gate.weight": w(e, d), p + "mlp.gate.e_score_correction_bias": (0.5 * rng.standard_normal(e)).astype(np.float32)}
+        for name in ("gate", "up"):
+            t |= {p + f"mlp.experts.{x}.{name}_proj.weight": w(i_moe, d) for x in range(e)}
+            t[p + f"mlp.shared_experts.{name}_proj.weight"] = w(i_moe, d)
+        t |= {p + f"mlp.experts.{x}.down_proj.weight": w(d, i_moe) for x in range(e)}
+        t[p + "mlp.shared_experts.down_proj.weight"] = w(d, i_moe)
+    return t
+
+
+def deepseek_state(t: dict, c: dict, scanned: bool) -> dict:
+    """HF DeepSeek-V3 tensors -> the items of a MaxText training step (DEEPSEEK_MAXTEXT_TO_HF_PARAM_MAPPING's leaves:
+    kernels transposed and reshaped; dense_layers / moe_layers, each scanned on axis 1 or one per layer), with the
+    routed gate bias where MaxText's training state keeps it: nnx_aux/model/..., stacked on axis 0."""
+    d, h = c["hidden_size"], c["num_attention_heads"]
+    qk, kv_b = c["qk_nope_head_dim"] + c["qk_rope_head_dim"], c["qk_nope_head_dim"] + c["v_head_dim"]
+
+    def layer(i):
+        p = f"model.layers.{i}."
+        out = {"pre_self_attention_layer_norm": {"scale": t[p + "input_layernorm.weight"]},
+               "post_self_attention_layer_norm": {"scale": t[p + "post_attention_layernorm.weight"]},
+               "self_attention": {
+                   "wq_a": {"kernel": t[p + "self_attn.q_a_proj.weight"].T},
+                   "q_norm": {"scale": t[p + "self_attn.q_a_layernorm.weight"]},
+                   "wq_b": {"kernel": t[p + "self_attn.q_b_proj.weight"].T.reshape(c["q_lora_rank"], h, qk)},
+                   "wkv_a": {"kernel": t[p + "self_attn.kv_a_proj_with_mqa.weight"].T},
+                   "kv_norm": {"scale": t[p + "self_attn.kv_a_layernorm.weight"]},
+                   "wkv_b": {"kernel": t[p + "self_attn.kv_b_proj.weight"].T.reshape(c["kv_lora_rank"], h, kv_b)},
+                   "out": {"kernel": t[p + "self_attn.o_proj.weight"].T.reshape(h, c["v_head_dim"], d)}}}
+        if i < c["first_k_dense_replace"]:
+            out["mlp"] = {f"wi_{k}": {"kernel": t[p + f"mlp.{n}_proj.weight"].T} for k, n in enumerate(("gate", "up"))}
+            out["mlp"]["wo"] = {"kernel": t[p + "mlp.down_proj.weight"].T}
+            return out
+        experts = range(c["n_routed_experts"])
+        out["DeepSeekMoeBlock_0"] = {
+            "MoeBlock_0": {"gate": {"kernel": t[p + "mlp.gate.weight"].T},
+                           "wi_0": np.stack([t[p + f"mlp.experts.{x}.gate_proj.weight"].T for x in experts]),
+                           "wi_1": np.stack([t[p + f"mlp.experts.{x}.up_proj.weight"].T for x in experts]),
+                           "wo": np.stack([t[p + f"mlp.experts.{x}.down_proj.weight"].T for x in experts])},
+            "shared_experts": {"wi_0": {"kernel": t[p + "mlp.shared_experts.gate_proj.weight"].T},
+                               "wi_1": {"kernel": t[p + "mlp.shared_experts.up_proj.weight"].T},
+                               "wo": {"kernel": t[p + "mlp.shared_experts.down_proj.weight"].T}}}
+        return out
+    k, n = c["first_k_dense_replace"], c["num_hidden_layers"]
+    decoder = {"decoder_norm": {"scale": t["model.norm.weight"]}, "logits_dense": {"kernel": t["lm_head.weight"].T}}
+    biases = [{"DeepSeekMoeBlock_0": {"MoeBlock_0": {"gate": {"bias": t[f"model.layers.{i}.mlp.gate.e_score_correction_bias"]}}}}
+              for i in range(k, n)]
+    if scanned:
+        decoder |= {"dense_layers": _stack([layer(i) for i in range(k)]), "moe_layers": _stack([layer(i) for i in range(k, n)])}
+        aux = {"moe_layers": _stack(biases, axis=0)}
+    else:
+        decoder |= {f"dense_layers_{i}": layer(i) for i in range(k)}
+        decoder |= {f"moe_layers_{i - k}": layer(i) for i in range(k, n)}
+        aux = {f"moe_layers_{j}": b for j, b in enumerate(biases)}
+    state = training_state({"decoder": decoder, "token_embedder": {"embedding": t["model.embed_tokens.weight"]}}, 1)
+    return state | {"nnx_aux": {"model": {"decoder": aux}}}
+
+
 def _stack(trees: list, axis: int = 1):
     if isinstance(trees[0], dict):
         return {k: _stack([t[k] for t in trees], axis) for k in trees[0]}

@@ -160,6 +160,43 @@ def test_gpt_oss_pattern_slots_read_equal_to_hf(tmp_path, scan):
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
+DEEPSEEK_ARGS = (f"model_name=deepseek3-671b override_model_config=True base_emb_dim=32 base_num_query_heads=4 "
+                 "base_num_kv_heads=4 base_mlp_dim=48 base_moe_mlp_dim=16 base_num_decoder_layers=3 first_num_dense_layers=1 "
+                 "num_experts=4 num_experts_per_tok=2 q_lora_rank=16 kv_lora_rank=8 qk_nope_head_dim=8 qk_rope_head_dim=4 "
+                 "v_head_dim=8 vocab_size=64")
+
+
+@pytest.mark.parametrize("scan", [True, False])
+def test_deepseek_training_state_reads_equal_to_hf(tmp_path, scan):
+    """DeepSeek-V3's dense_layers / moe_layers stacks and its MLA leaves, the routed gate bias from nnx_aux (a MaxText
+    MoEBiasVar; layer axis 0 when scanned): bit for bit the folder's parameters; routed_bias=False reads zeros."""
+    c = mf.DEEPSEEK
+    tensors = mf.deepseek_tensors(c)
+    hf = write_hf_folder(tmp_path / "hf", c, tensors)
+    mf.save_items(tmp_path / "run/checkpoints/1/items", mf.deepseek_state(tensors, c, scan))
+    ref = jaxeval.load_model(hf, dtype="float32", load_tokenizer=False)
+    model = jaxeval.load_model(tmp_path / "run/checkpoints/1", dtype="float32", load_tokenizer=False,
+                               maxtext_config=f"{DEEPSEEK_ARGS} scan_layers={scan}")
+    assert model.config == ref.config
+    want, got = params_of(ref), params_of(model)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    unbiased = params_of(jaxeval.load_model(tmp_path / "run/checkpoints/1", dtype="float32", load_tokenizer=False,
+                                            maxtext_config=f"{DEEPSEEK_ARGS} routed_bias=False"))
+    assert not unbiased["['layers']['moe_score_bias'].value"].any()
+
+
+def test_deepseek_bias_missing_is_one_line(tmp_path):
+    c = mf.DEEPSEEK
+    state = mf.deepseek_state(mf.deepseek_tensors(c), c, True)
+    del state["nnx_aux"]
+    mf.save_items(tmp_path / "ck/1/items", state)
+    with pytest.raises(CheckpointError, match="routed gate bias is not in the checkpoint") as e:
+        jaxeval.load_model(tmp_path / "ck/1", dtype="float32", load_tokenizer=False, maxtext_config=DEEPSEEK_ARGS)
+    _one_line(e)
+
+
 # ---- bad input: one line each, before any array is read ----------------------------------------------------
 
 def _one_line(exc):
