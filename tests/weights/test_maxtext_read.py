@@ -234,6 +234,11 @@ def test_config_shape_disagrees_with_arrays(llama):
     ("use_multimodal=True", "use_multimodal=True is not supported"),
     ("num_vocab_tiling=4", "MaxText config key 'num_vocab_tiling' is not supported"),
     ("model_name=gpt3-52k", "model_name='gpt3-52k' is not one jaxeval reads"),
+    ("attention_bias=True", "attention_bias=True is not supported for decoder_block=llama2"),
+    ("final_logits_soft_cap=30.0", "final_logits_soft_cap=30.0 is not supported for decoder_block=llama2"),
+    ("rope_type=yarn", "rope_type=yarn is not supported for decoder_block=llama2"),
+    ("use_indexer=True", "use_indexer=True is not supported"),
+    (DEEPSEEK_ARGS.replace("q_lora_rank=16", "q_lora_rank=0"), "q_lora_rank=0 is DeepSeek-V2"),
 ])
 def test_unsupported_maxtext_config(llama, extra, message):
     root, _ = llama
