@@ -225,11 +225,12 @@ def test_maxtext_checkpoint_reads_equal_to_hf_folder(converted):
     assert delta <= 1e-5
 
 
-@pytest.mark.parametrize("family", ["llama31", "gemma2", "gemma3"])
+@pytest.mark.parametrize("family", ["llama31", "gemma2", "gemma3", "deepseek3"])
 def test_maxtext_checkpoint_reads_equal_to_maxtext_forward(converted, family, tmp_path):
-    """MaxText's forward on the same checkpoint (eager; Gemma 2 and 3 with the tied head in float32). Qwen3-MoE is left
-    out: MaxText's own forward is 1e-4 from transformers there (maxtext_reference.md §7); gpt-oss is checked against
-    its Hugging Face folder only."""
+    """MaxText's forward on the same checkpoint (eager; Gemma 2 and 3 with the tied head in float32; DeepSeek-V3 with
+    routed_bias=False, the only DeepSeek checkpoint its converter writes). Qwen3-MoE is left out: MaxText's own
+    forward is 1e-4 from transformers there (maxtext_reference.md §7); gpt-oss is checked against its Hugging Face
+    folder only."""
     import jaxeval
 
     got_family, _, ckpt, args = converted
