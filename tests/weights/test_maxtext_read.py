@@ -147,12 +147,15 @@ def test_gpt_oss_pattern_slots_read_equal_to_hf(tmp_path, scan):
     fused gate_up split into wi_0 / wi_1; no transformation of values: the read is bit for bit the folder's."""
     c = mf.GPT_OSS
     tensors = mf.gpt_oss_tensors(c)
-    hf = write_hf_folder(tmp_path / "hf", c, tensors)
     mf.save_items(tmp_path / "ck/0/items", {"params": {"params": mf.gpt_oss_params(tensors, c, scan)},
                                             "step": np.int64(0)})
+    _same_as_hf(write_hf_folder(tmp_path / "hf", c, tensors), tmp_path / "ck/0", f"{GPT_OSS_ARGS} scan_layers={scan}")
+
+
+def _same_as_hf(hf, ckpt, maxtext_config: str) -> None:
+    """The MaxText checkpoint's model: the HF folder's config, and its parameters bit for bit."""
     ref = jaxeval.load_model(hf, dtype="float32", load_tokenizer=False)
-    model = jaxeval.load_model(tmp_path / "ck/0", dtype="float32", load_tokenizer=False,
-                               maxtext_config=f"{GPT_OSS_ARGS} scan_layers={scan}")
+    model = jaxeval.load_model(ckpt, dtype="float32", load_tokenizer=False, maxtext_config=maxtext_config)
     assert model.config == ref.config
     want, got = params_of(ref), params_of(model)
     assert sorted(got) == sorted(want)
@@ -172,16 +175,9 @@ def test_deepseek_training_state_reads_equal_to_hf(tmp_path, scan):
     MoEBiasVar; layer axis 0 when scanned): bit for bit the folder's parameters; routed_bias=False reads zeros."""
     c = mf.DEEPSEEK
     tensors = mf.deepseek_tensors(c)
-    hf = write_hf_folder(tmp_path / "hf", c, tensors)
     mf.save_items(tmp_path / "run/checkpoints/1/items", mf.deepseek_state(tensors, c, scan))
-    ref = jaxeval.load_model(hf, dtype="float32", load_tokenizer=False)
-    model = jaxeval.load_model(tmp_path / "run/checkpoints/1", dtype="float32", load_tokenizer=False,
-                               maxtext_config=f"{DEEPSEEK_ARGS} scan_layers={scan}")
-    assert model.config == ref.config
-    want, got = params_of(ref), params_of(model)
-    assert sorted(got) == sorted(want)
-    for name in want:
-        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    _same_as_hf(write_hf_folder(tmp_path / "hf", c, tensors), tmp_path / "run/checkpoints/1",
+                f"{DEEPSEEK_ARGS} scan_layers={scan}")
     unbiased = params_of(jaxeval.load_model(tmp_path / "run/checkpoints/1", dtype="float32", load_tokenizer=False,
                                             maxtext_config=f"{DEEPSEEK_ARGS} routed_bias=False"))
     assert not unbiased["['layers']['moe_score_bias'].value"].any()
