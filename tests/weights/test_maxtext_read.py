@@ -282,14 +282,17 @@ MESH_SCRIPT = """
 import sys, jax, numpy as np, jaxeval
 from flax import nnx
 from tests.weights import maxtext_fixtures as mf
-from tests.weights.test_maxtext_read import GEMMA_ARGS, params_of
+from tests.weights.test_maxtext_read import DEEPSEEK_ARGS, GEMMA_ARGS, params_of
 root = sys.argv[1]
 c = mf.GEMMA3_TEXT
 mf.save_items(f"{root}/g/0/items", {"params": {"params": mf.maxtext_params(mf.gemma3_tensors(c), c, "gemma3", True)}})
-for path, args in ((f"{root}/g/0", GEMMA_ARGS),):
+mf.save_items(f"{root}/d/1/items", mf.deepseek_state(mf.deepseek_tensors(mf.DEEPSEEK), mf.DEEPSEEK, True))
+for path, args in ((f"{root}/g/0", GEMMA_ARGS), (f"{root}/d/1", DEEPSEEK_ARGS),
+                   (f"{root}/d/1", DEEPSEEK_ARGS + " routed_bias=False")):
     one = params_of(jaxeval.load_model(path, dtype="float32", load_tokenizer=False, maxtext_config=args))
     sharded = jaxeval.load_model(path, dtype="float32", load_tokenizer=False, maxtext_config=args, mesh="fsdp=2,tensor=2")
-    wq = nnx.state(sharded.module, nnx.Param)["layers"]["wq"].value
+    name = "mla_q_b" if "deepseek" in args else "wq"
+    wq = nnx.state(sharded.module, nnx.Param)["layers"][name].value
     assert "tensor" in str(wq.sharding.spec) and len(wq.addressable_shards) == 4, wq.sharding
     for name, value in params_of(sharded).items():
         np.testing.assert_array_equal(value, one[name], err_msg=name)
