@@ -55,11 +55,11 @@ _FIXED = {"param_scan_axis": 1, "use_multimodal": False, "quantization": "", "fu
 # global) pairs, YaRN without interleaving; the other blocks have none of that), checked on the merged config.
 _BLOCK_FIXED = {"attention_bias": False, "mlp_bias": False, "routed_bias": False, "attention_sink": False,
                 "inhomogeneous_layer_cycle_interval": 1, "rope_interleave": True, "first_num_dense_layers": 0,
-                "shared_experts": 0, "routed_scaling_factor": 1.0, "routed_score_func": ""}
+                "shared_experts": 0, "routed_scaling_factor": 1.0, "routed_score_func": "", "attention_type": "global"}
 _GPT_OSS_FIXED = {"attention_bias": True, "mlp_bias": True, "routed_bias": True, "attention_sink": True,
                   "inhomogeneous_layer_cycle_interval": 2, "rope_interleave": False, "rope_type": "yarn",
                   "routed_scaling_factor": 1.0, "routed_score_func": "", "first_num_dense_layers": 0,
-                  "shared_experts": 0}
+                  "shared_experts": 0, "attention_type": "global"}
 # maxtext/models/deepseek.py (DeepSeek-V3): latent attention with a low-rank query, sigmoid routing with a
 # selection bias, YaRN (its softmax mscale in layers/attention_mla.py, no cos/sin scaling)
 _DEEPSEEK_FIXED = {"attention_bias": False, "mlp_bias": False, "attention_sink": False,

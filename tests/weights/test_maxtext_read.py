@@ -234,6 +234,7 @@ def test_config_shape_disagrees_with_arrays(llama):
     ("final_logits_soft_cap=30.0", "final_logits_soft_cap=30.0 is not supported for decoder_block=llama2"),
     ("rope_type=yarn", "rope_type=yarn is not supported for decoder_block=llama2"),
     ("use_indexer=True", "use_indexer=True is not supported"),
+    ("attention_type=local_sliding", "attention_type='local_sliding' is not supported for decoder_block=llama2"),
     (DEEPSEEK_ARGS.replace("q_lora_rank=16", "q_lora_rank=0"), "q_lora_rank=0 is DeepSeek-V2"),
 ])
 def test_unsupported_maxtext_config(llama, extra, message):
