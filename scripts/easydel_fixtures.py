@@ -8,7 +8,10 @@ Run with EasyDeL's own virtualenv (it cannot share jaxeval's: it pins jax 0.9.2 
 
 For each tiny model (a dense Llama, untied; a Qwen3 with q/k norms, tied embeddings) it writes
 OUT/<name>/ with EasyDeL's save_pretrained (config.json + tensorstore arrays) and OUT/<name>/reference.npz:
-token ids, read positions and EasyDeL's own float32 log-probs of the next token there. The reference
+token ids, read positions and EasyDeL's own float32 log-probs of the next token there; and OUT/<name>_hf/,
+the checkpoint reloaded by EasyDeL and exported by its own to_torch() as a Hugging Face folder (the 16k
+parity reference: shared/specs/easydel_reference.md). `--export` writes only the exports, for existing
+checkpoints. The reference
 forward runs attention in float32 (EasyDeL's attn_dtype defaults to bfloat16) and keeps the rotary table in
 float32: EasyDeL as shipped rounds it to bfloat16 whatever the model dtype (easydel/infra/base_config.py,
 get_basic_frequencies), which the contract in shared/specs/easydel_reference.md sets aside: a checkpoint is
@@ -58,6 +61,17 @@ def float32_rope():
     base_config.EasyDeLBaseConfig.get_basic_frequencies = frequencies
 
 
+def export_hf(folder: str) -> None:
+    """EasyDeL's own export of the checkpoint it saved: reloaded, to_torch(), tied where the model is, saved."""
+    model = ed.AutoEasyDeLModelForCausalLM.from_pretrained(folder, dtype=jnp.float32, param_dtype=jnp.float32)
+    with model.mesh:
+        torch_model = model.to_torch()
+    if torch_model.config.tie_word_embeddings:
+        torch_model.tie_weights()
+    torch_model.save_pretrained(f"{folder}_hf", safe_serialization=True)
+    print(f"wrote {folder}_hf")
+
+
 def main(out: str) -> None:
     float32_rope()
     rng = np.random.default_rng(0)
@@ -77,7 +91,14 @@ def main(out: str) -> None:
         np.savez(os.path.join(folder, "reference.npz"), ids=ids, positions=positions,
                  logprobs=logp[positions - 1, ids[positions]], easydel=ed.__version__)
         print(f"wrote {folder}")
+        export_hf(folder)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/work/easydel_fixtures")
+    args = [a for a in sys.argv[1:] if a != "--export"]
+    target = args[0] if args else "/work/easydel_fixtures"
+    if "--export" in sys.argv:
+        for name in MODELS:
+            export_hf(os.path.join(target, name))
+    else:
+        main(target)

@@ -78,6 +78,7 @@ def open_maxtext(path, maxtext_config=None, config=None, overrides: dict | None 
             raise ConfigError(f"{file}: expected a JSON object")
         where = str(file)
         style = mc.style_from_hf(raw, where)
+        raw = mc.as_maxtext_model(raw, style)
         tokenizer = str(file.parent)
     model_config = config_from_hf(raw, where=where, overrides=overrides)
     tree = read_tree(items)

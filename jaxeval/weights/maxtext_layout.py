@@ -53,10 +53,12 @@ class MaxTextTree:
     leaves: dict  # "decoder/layers/self_attention/query/kernel" -> Orbax metadata (shape, dtype)
     value_leaves: bool  # NNX trees hold every array under a trailing "value" key
     meta_tree: dict  # the whole metadata tree (restores name their subtree of it)
+    aux: dict = dataclasses.field(default_factory=dict)  # "nnx_aux/model/..." -> metadata: NNX variables kept
+    # beside the parameters (a training state's MoEBiasVar: DeepSeek's routed gate bias, layer axis 0 when scanned)
 
     @property
     def scanned(self) -> bool:
-        return any(k.startswith("decoder/layers/") for k in self.leaves)
+        return any(k.startswith(("decoder/layers/", "decoder/moe_layers/", "decoder/dense_layers/")) for k in self.leaves)
 
 
 def _key(k) -> str:
@@ -85,7 +87,10 @@ def read_tree(items: str) -> MaxTextTree:
             value_leaves = all(k.endswith("/value") for k in flat)
             if value_leaves:
                 flat = {k[: -len("/value")]: v for k, v in flat.items()}
-            return MaxTextTree(items, root, flat, value_leaves, tree)
+            model_aux = tree.get("nnx_aux", {}).get("model") if isinstance(tree.get("nnx_aux"), dict) else None
+            aux = {"nnx_aux/model/" + "/".join(_key(k) for k in path): v
+                   for path, v in jax.tree_util.tree_leaves_with_path(model_aux or {})}
+            return MaxTextTree(items, root, flat, value_leaves, tree, aux)
     top = sorted(tree)
     if "opt_state" in tree or "step" in tree:
         raise CheckpointError(f"{items}: a MaxText training-state checkpoint without parameters (its tree holds "

@@ -31,6 +31,25 @@ def test_easydel_checkpoint_reads_as_easydel_computes(name):
     np.testing.assert_allclose(got, reference["logprobs"], atol=1e-5, rtol=0)
 
 
+@pytest.mark.long
+@pytest.mark.parametrize("name", ["llama", "qwen3"])
+def test_easydel_checkpoint_reads_equal_to_its_export_at_16k(name):
+    """16,384 positions: the read through the easydel mapping equals the read of EasyDeL's own Hugging Face export
+    of the same checkpoint (to_torch(), OUT/<name>_hf, scripts/easydel_fixtures.py), float32."""
+    folder, export = FIXTURES / name, FIXTURES / f"{name}_hf"
+    if not (export / "config.json").is_file():
+        pytest.skip(f"no EasyDeL export at {export} (scripts/easydel_fixtures.py --export writes it)")
+    seq = 16384
+    ids = np.random.default_rng(1).integers(16, 4096, size=seq)
+    positions = np.arange(1, seq)
+    # the fixtures' config says 4,096 positions; plain RoPE reads on
+    reads = [jaxeval.load_model(path, "float32", load_tokenizer=False, max_position_embeddings=seq, **kwargs)
+             .read(ids, positions, ids[1:]).logprobs for path, kwargs in ((folder, {"mapping": "easydel"}), (export, {}))]
+    delta = np.abs(np.asarray(reads[0], np.float64) - np.asarray(reads[1], np.float64)).max()
+    print(f"{name}: max |d log p| over {seq - 1} positions = {delta:.2e}")
+    assert delta <= 1e-5
+
+
 def test_easydel_leaf_of_the_wrong_shape_is_named(tmp_path):
     folder = FIXTURES / "llama"
     if not (folder / "tensorstore_index.json").is_file():

@@ -61,6 +61,27 @@ def test_user_nnx_decoder_reads_as_its_own_forward(user_model):
     assert live["live"]["resharded"] == 0 and live["results"]["agent_bench/facts/8k"]["mean_logprob"] < 0
 
 
+@pytest.mark.long
+def test_user_nnx_decoder_reads_as_its_own_forward_at_16k(tmp_path):
+    """16,384 positions against the user's own forward. One query and one KV head keep its naive attention's
+    [heads, 16k, 16k] scores at 1 GiB on CPU; the mapping is the same file."""
+    example = _example()
+    shape = {**SHAPE, "heads": 1, "kv_heads": 1}
+    model = example.UserDecoder(**shape, rngs=nnx.Rngs(1))
+    folder = tmp_path / "model"
+    example.save(model, folder / "params")
+    (folder / "config.json").write_text(json.dumps(example.hf_config(**shape)))
+    seq = 16384
+    ids = np.random.default_rng(1).integers(0, SHAPE["vocab"], seq)
+    positions = np.arange(1, seq)
+    expected = _user_logprobs(model, ids, positions)
+    got = jaxeval.load_model(folder, "float32", mapping=MAPPING, load_tokenizer=False).read(
+        ids, positions, ids[positions]).logprobs
+    delta = np.abs(np.asarray(got, np.float64) - expected).max()
+    print(f"user NNX decoder: max |d log p| over {seq - 1} positions = {delta:.2e}")
+    assert delta <= 2e-5
+
+
 def test_mapping_on_the_command_line(user_model, tmp_path):
     _, folder = user_model
     out = tmp_path / "run.json"

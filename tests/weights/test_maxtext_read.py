@@ -22,6 +22,9 @@ LLAMA31 = {**TINY_LLAMA_CONFIG, "max_position_embeddings": 163840,
 SHAPE = ("override_model_config=True base_emb_dim=32 base_num_query_heads=4 base_num_kv_heads=2 head_dim=8 "
          "vocab_size=64")
 LLAMA_ARGS = f"model_name=llama3.1-8b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=2"
+GEMMA2_ARGS = f"model_name=gemma2-2b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=2 sliding_window_size=8"
+GPT_OSS_ARGS = (f"model_name=gpt-oss-20b {SHAPE} base_mlp_dim=16 base_moe_mlp_dim=16 num_experts=4 "
+                "num_experts_per_tok=2 base_num_decoder_layers=4 sliding_window_size=8")
 GEMMA_ARGS = (f"model_name=gemma3-4b {SHAPE} base_mlp_dim=48 base_num_decoder_layers=7 sliding_window_size=8 "
               "use_multimodal=False")
 
@@ -114,6 +117,82 @@ def test_gemma3_pattern_layers_read_equal_to_hf(tmp_path, scan):
         np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=2e-7, err_msg=name)
 
 
+@pytest.mark.parametrize("scan", [True, False])
+def test_gemma2_paired_layers_read_equal_to_hf(tmp_path, scan):
+    """Gemma 2's MaxText layer j holds layers 2j (_local) and 2j + 1 (_global); query x 1/sqrt(head_dim), norms
+    + 1, table x float32 sqrt(d); read by --maxtext_config and by the folder's config.json alike."""
+    c = mf.GEMMA2
+    tensors = {k: v for k, v in mf.gemma3_tensors({**c, "num_hidden_layers": 4}).items() if "_norm." not in k}
+    hf = write_hf_folder(tmp_path / "hf", c, tensors)
+    tree = mf.maxtext_params(tensors, c, "gemma2", scanned=scan)
+    mf.save_items(tmp_path / "ck/0/items", {"params": {"params": tree}, "step": np.int64(0)})
+    ref = jaxeval.load_model(hf, dtype="float32", load_tokenizer=False)
+    want = params_of(ref)
+    for kwargs in ({"maxtext_config": f"{GEMMA2_ARGS} scan_layers={scan}"}, {"config": hf / "config.json"}):
+        model = jaxeval.load_model(tmp_path / "ck/0", dtype="float32", load_tokenizer=False, **kwargs)
+        assert model.config.attn_logit_softcap == 50.0 and model.config.final_logit_softcap == 30.0
+        got = params_of(model)
+        assert sorted(got) == sorted(want)
+        for name in want:
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=2e-7, err_msg=name)
+    ids = np.random.default_rng(0).integers(0, 64, size=40)
+    pos = np.arange(1, 40)
+    delta = np.abs(np.asarray(model.read(ids, pos, ids[1:]).logprobs) - np.asarray(ref.read(ids, pos, ids[1:]).logprobs))
+    assert delta.max() <= 1e-5
+
+
+@pytest.mark.parametrize("scan", [True, False])
+def test_gpt_oss_pattern_slots_read_equal_to_hf(tmp_path, scan):
+    """gpt-oss's scanned tree holds (sliding, global) slots layers/layers_<k>, block j on axis 1 = layer 2j + k, its
+    fused gate_up split into wi_0 / wi_1; no transformation of values: the read is bit for bit the folder's."""
+    c = mf.GPT_OSS
+    tensors = mf.gpt_oss_tensors(c)
+    mf.save_items(tmp_path / "ck/0/items", {"params": {"params": mf.gpt_oss_params(tensors, c, scan)},
+                                            "step": np.int64(0)})
+    _same_as_hf(write_hf_folder(tmp_path / "hf", c, tensors), tmp_path / "ck/0", f"{GPT_OSS_ARGS} scan_layers={scan}")
+
+
+def _same_as_hf(hf, ckpt, maxtext_config: str) -> None:
+    """The MaxText checkpoint's model: the HF folder's config, and its parameters bit for bit."""
+    ref = jaxeval.load_model(hf, dtype="float32", load_tokenizer=False)
+    model = jaxeval.load_model(ckpt, dtype="float32", load_tokenizer=False, maxtext_config=maxtext_config)
+    assert model.config == ref.config
+    want, got = params_of(ref), params_of(model)
+    assert sorted(got) == sorted(want)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+DEEPSEEK_ARGS = (f"model_name=deepseek3-671b override_model_config=True base_emb_dim=32 base_num_query_heads=4 "
+                 "base_num_kv_heads=4 base_mlp_dim=48 base_moe_mlp_dim=16 base_num_decoder_layers=3 first_num_dense_layers=1 "
+                 "num_experts=4 num_experts_per_tok=2 q_lora_rank=16 kv_lora_rank=8 qk_nope_head_dim=8 qk_rope_head_dim=4 "
+                 "v_head_dim=8 vocab_size=64")
+
+
+@pytest.mark.parametrize("scan", [True, False])
+def test_deepseek_training_state_reads_equal_to_hf(tmp_path, scan):
+    """DeepSeek-V3's dense_layers / moe_layers stacks and its MLA leaves, the routed gate bias from nnx_aux (a MaxText
+    MoEBiasVar; layer axis 0 when scanned): bit for bit the folder's parameters; routed_bias=False reads zeros."""
+    c = mf.DEEPSEEK
+    tensors = mf.deepseek_tensors(c)
+    mf.save_items(tmp_path / "run/checkpoints/1/items", mf.deepseek_state(tensors, c, scan))
+    _same_as_hf(write_hf_folder(tmp_path / "hf", c, tensors), tmp_path / "run/checkpoints/1",
+                f"{DEEPSEEK_ARGS} scan_layers={scan}")
+    unbiased = params_of(jaxeval.load_model(tmp_path / "run/checkpoints/1", dtype="float32", load_tokenizer=False,
+                                            maxtext_config=f"{DEEPSEEK_ARGS} routed_bias=False"))
+    assert not unbiased["['layers']['moe_score_bias'].value"].any()
+
+
+def test_deepseek_bias_missing_is_one_line(tmp_path):
+    c = mf.DEEPSEEK
+    state = mf.deepseek_state(mf.deepseek_tensors(c), c, True)
+    del state["nnx_aux"]
+    mf.save_items(tmp_path / "ck/1/items", state)
+    with pytest.raises(CheckpointError, match="routed gate bias is not in the checkpoint") as e:
+        jaxeval.load_model(tmp_path / "ck/1", dtype="float32", load_tokenizer=False, maxtext_config=DEEPSEEK_ARGS)
+    _one_line(e)
+
+
 # ---- bad input: one line each, before any array is read ----------------------------------------------------
 
 def _one_line(exc):
@@ -151,6 +230,12 @@ def test_config_shape_disagrees_with_arrays(llama):
     ("use_multimodal=True", "use_multimodal=True is not supported"),
     ("num_vocab_tiling=4", "MaxText config key 'num_vocab_tiling' is not supported"),
     ("model_name=gpt3-52k", "model_name='gpt3-52k' is not one jaxeval reads"),
+    ("attention_bias=True", "attention_bias=True is not supported for decoder_block=llama2"),
+    ("final_logits_soft_cap=30.0", "final_logits_soft_cap=30.0 is not supported for decoder_block=llama2"),
+    ("rope_type=yarn", "rope_type=yarn is not supported for decoder_block=llama2"),
+    ("use_indexer=True", "use_indexer=True is not supported"),
+    ("attention_type=local_sliding", "attention_type='local_sliding' is not supported for decoder_block=llama2"),
+    (DEEPSEEK_ARGS.replace("q_lora_rank=16", "q_lora_rank=0"), "q_lora_rank=0 is DeepSeek-V2"),
 ])
 def test_unsupported_maxtext_config(llama, extra, message):
     root, _ = llama
@@ -198,14 +283,17 @@ MESH_SCRIPT = """
 import sys, jax, numpy as np, jaxeval
 from flax import nnx
 from tests.weights import maxtext_fixtures as mf
-from tests.weights.test_maxtext_read import GEMMA_ARGS, params_of
+from tests.weights.test_maxtext_read import DEEPSEEK_ARGS, GEMMA_ARGS, params_of
 root = sys.argv[1]
 c = mf.GEMMA3_TEXT
 mf.save_items(f"{root}/g/0/items", {"params": {"params": mf.maxtext_params(mf.gemma3_tensors(c), c, "gemma3", True)}})
-for path, args in ((f"{root}/g/0", GEMMA_ARGS),):
+mf.save_items(f"{root}/d/1/items", mf.deepseek_state(mf.deepseek_tensors(mf.DEEPSEEK), mf.DEEPSEEK, True))
+for path, args in ((f"{root}/g/0", GEMMA_ARGS), (f"{root}/d/1", DEEPSEEK_ARGS),
+                   (f"{root}/d/1", DEEPSEEK_ARGS + " routed_bias=False")):
     one = params_of(jaxeval.load_model(path, dtype="float32", load_tokenizer=False, maxtext_config=args))
     sharded = jaxeval.load_model(path, dtype="float32", load_tokenizer=False, maxtext_config=args, mesh="fsdp=2,tensor=2")
-    wq = nnx.state(sharded.module, nnx.Param)["layers"]["wq"].value
+    name = "mla_q_b" if "deepseek" in args else "wq"
+    wq = nnx.state(sharded.module, nnx.Param)["layers"][name].value
     assert "tensor" in str(wq.sharding.spec) and len(wq.addressable_shards) == 4, wq.sharding
     for name, value in params_of(sharded).items():
         np.testing.assert_array_equal(value, one[name], err_msg=name)

@@ -1,6 +1,7 @@
 """MaxText's own code as the reference (by hand, not in the default run: `pytest -m maxtext`; docs/maxtext.md).
 
-Tiny random Hugging Face models of three families (Llama 3.1, Gemma 3, Qwen3-MoE) are converted with
+Tiny random Hugging Face models of six families (Llama 3.1, Gemma 2, Gemma 3, Qwen3-MoE, gpt-oss, DeepSeek-V3) are
+converted with
 MaxText's own converter (maxtext 0.2.5's to_maxtext, in its own Python 3.12 virtualenv, run as a
 subprocess); jaxeval's read of each MaxText checkpoint must equal its read of the Hugging Face folder
 (max |d log p| <= 1e-5, float32, 16k positions) and, where MaxText's forward runs on CPU, MaxText's own
@@ -33,6 +34,17 @@ FAMILIES = {
     "llama31": ["model_name=llama3.1-8b", *SHAPE, "base_num_decoder_layers=2"],
     "gemma3": ["model_name=gemma3-4b", *SHAPE, "base_num_decoder_layers=7", "sliding_window_size=128",
                "use_multimodal=False"],
+    "gemma2": ["model_name=gemma2-2b", *SHAPE, "base_num_decoder_layers=2", "sliding_window_size=128"],  # 2 pairs
+    "gptoss": ["model_name=gpt-oss-20b", *SHAPE, "base_mlp_dim=64", "base_moe_mlp_dim=64", "num_experts=4",
+               "num_experts_per_tok=2", "base_num_decoder_layers=4"],
+    # MaxText 0.2.5's to_maxtext converts DeepSeek-V3 only unscanned and without the routed gate bias (scanned, it
+    # reshapes the router kernel to the wrong slice shape; the bias, an NNX MoEBiasVar, is missing from its
+    # parameter map): the HF folder's e_score_correction_bias is zero and routed_bias=False says so
+    "deepseek3": ["model_name=deepseek3-671b", "override_model_config=True", "base_emb_dim=128", "base_num_query_heads=4",
+                  "base_num_kv_heads=4", "base_mlp_dim=256", "base_moe_mlp_dim=64", "base_num_decoder_layers=3",
+                  "first_num_dense_layers=1", "num_experts=4", "num_experts_per_tok=2", "q_lora_rank=64",
+                  "kv_lora_rank=32", "qk_nope_head_dim=32", "qk_rope_head_dim=16", "v_head_dim=32", "vocab_size=1024",
+                  "routed_bias=False"],
     "qwen3moe": ["model_name=qwen3-30b-a3b", *SHAPE, "base_mlp_dim=64", "base_moe_mlp_dim=64", "num_experts=8",
                  "num_experts_per_tok=2", "rope_max_timescale=10000000", "base_num_decoder_layers=2"],
 }
@@ -82,7 +94,11 @@ def _randomise(model, gemma: bool):
     torch.manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.ndim == 1:
+            if ".experts." in name and p.ndim == 3:  # gpt-oss's fused experts are [E, in, out]
+                p.copy_(torch.randn_like(p) / math.sqrt(p.shape[-2]))
+            elif not gemma and ("norm" not in name and p.ndim == 1 or name.endswith("_bias")):  # gpt-oss: biases, sinks
+                p.copy_(0.1 * torch.randn_like(p))
+            elif p.ndim == 1:
                 p.copy_(0.2 * torch.randn_like(p) if gemma and "norm" in name else
                         0.02 * torch.randn_like(p) if gemma else 1.0 + 0.2 * torch.randn_like(p))
             else:
@@ -104,6 +120,27 @@ def _hf_folder(family: str, folder: Path) -> Path:
                                           num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1,
                                           mlp_only_layers=[], rms_norm_eps=1e-6, rope_theta=1e7)
         model = transformers.Qwen3MoeForCausalLM(cfg)
+    elif family == "gemma2":
+        cfg = transformers.Gemma2Config(**{**common, "num_hidden_layers": 4, "tie_word_embeddings": True},
+                                        query_pre_attn_scalar=32, sliding_window=128, rms_norm_eps=1e-6,
+                                        rope_theta=10000.0, attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+                                        hidden_activation="gelu_pytorch_tanh")
+        model = transformers.Gemma2ForCausalLM(cfg)
+    elif family == "deepseek3":
+        cfg = transformers.DeepseekV3Config(
+            **{**common, "num_hidden_layers": 3, "num_key_value_heads": 4, "max_position_embeddings": 163840},
+            moe_intermediate_size=64, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
+            n_shared_experts=1, n_group=1, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True, q_lora_rank=64,
+            kv_lora_rank=32, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, rms_norm_eps=1e-6,
+            rope_interleave=True, rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40.0,
+                                                   "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
+                                                   "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096})
+        model = transformers.DeepseekV3ForCausalLM(cfg)
+    elif family == "gptoss":
+        cfg = transformers.GptOssConfig(**{**common, "intermediate_size": 64, "num_hidden_layers": 4},
+                                        num_local_experts=4, num_experts_per_tok=2, sliding_window=128, rms_norm_eps=1e-5,
+                                        layer_types=["sliding_attention", "full_attention"] * 2)
+        model = transformers.GptOssForCausalLM(cfg)
     else:
         text = {**common, "num_hidden_layers": 7, "query_pre_attn_scalar": 32, "rms_norm_eps": 1e-6,
                 "sliding_window": 128, "hidden_activation": "gelu_pytorch_tanh",
@@ -117,7 +154,12 @@ def _hf_folder(family: str, folder: Path) -> Path:
                                         tie_word_embeddings=True)
         model = transformers.Gemma3ForConditionalGeneration(cfg)
     model = model.float().eval()
-    _randomise(model, family == "gemma3")
+    _randomise(model, family in ("gemma2", "gemma3"))
+    if family == "deepseek3":
+        import torch
+        with torch.no_grad():
+            for layer in model.model.layers[1:]:
+                layer.mlp.gate.e_score_correction_bias.zero_()
     model.save_pretrained(folder, safe_serialization=True)
     if family == "gemma3":  # MaxText's gemma3 mapping reads transformers' in-memory names (model.language_model.*)
         from safetensors.numpy import load_file, save_file
@@ -147,11 +189,11 @@ def _base_yml() -> str:
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
 def converted(request, tmp_path_factory):
-    """(family, HF folder, MaxText checkpoint folder (scanned), its MaxText overrides)."""
+    """(family, HF folder, MaxText checkpoint folder (scanned but DeepSeek-V3), its MaxText overrides)."""
     family = request.param
     root = tmp_path_factory.mktemp(f"mt_{family}")
     hf = _hf_folder(family, root / "hf")
-    args = [*FAMILIES[family], "scan_layers=True"]
+    args = [*FAMILIES[family], f"scan_layers={family != 'deepseek3'}"]
     _maxtext(CONVERT, [_base_yml(), *args, f"base_output_directory={root / 'ckpt'}", f"--hf_model_path={hf}",
                        "hardware=cpu", "skip_jax_distributed_system=True", "--save_dtype=float32"], root)
     return family, hf, root / "ckpt" / "0", args
@@ -183,10 +225,12 @@ def test_maxtext_checkpoint_reads_equal_to_hf_folder(converted):
     assert delta <= 1e-5
 
 
-@pytest.mark.parametrize("family", ["llama31", "gemma3"])
+@pytest.mark.parametrize("family", ["llama31", "gemma2", "gemma3", "deepseek3"])
 def test_maxtext_checkpoint_reads_equal_to_maxtext_forward(converted, family, tmp_path):
-    """MaxText's forward on the same checkpoint (eager; Gemma 3 with its tied head in float32). Qwen3-MoE is
-    left out: MaxText's own forward is 1e-4 from transformers there (maxtext_reference.md §7)."""
+    """MaxText's forward on the same checkpoint (eager; Gemma 2 and 3 with the tied head in float32; DeepSeek-V3 with
+    routed_bias=False, the only DeepSeek checkpoint its converter writes). Qwen3-MoE is left out: MaxText's own
+    forward is 1e-4 from transformers there (maxtext_reference.md §7); gpt-oss is checked against its Hugging Face
+    folder only."""
     import jaxeval
 
     got_family, _, ckpt, args = converted
