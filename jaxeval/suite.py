@@ -319,9 +319,16 @@ def _record_data_source(results: dict, task: str, benchmark, settings) -> None:
     source = benchmark.data_source(settings)
     if not source:
         return
-    counts = [n for key, n in results["n-samples"].items() if key == task or key.startswith(f"{task}/")]
-    source["items"] = {"original": sum(n.get("original", 0) for n in counts),
-                       "effective": sum(n.get("effective", 0) for n in counts)} if counts else None
+    n_samples = results["n-samples"]
+    # the task's own total where it reports one (MRCR: its leaves' originals are None), else its leaves'
+    counts = [n_samples[task]] if task in n_samples else [n for key, n in n_samples.items()
+                                                           if key.startswith(f"{task}/")]
+
+    def total(field):
+        values = [n.get(field) for n in counts]
+        return None if any(v is None for v in values) else sum(values)
+
+    source["items"] = {"original": total("original"), "effective": total("effective")} if counts else None
     results.setdefault("data_source", {})[task] = source
     if source["shipped_sample"]:
         count = source["items"]["effective"] if source["items"] else None

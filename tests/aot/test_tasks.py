@@ -18,7 +18,7 @@ def counted(*flags, rows=1):
     from jaxeval.cli import build_parser
 
     args = build_parser().parse_args(["compile", "v5e-1", "--model", "tiny-llama", *flags])
-    return workloads.from_tasks(args, args.tasks.split(","), command._config(args), rows)
+    return workloads.from_tasks(vars(args), args.tasks.split(","), command._config(args), rows)
 
 
 def test_task_reads_grouped_by_length_bucket_and_head_rows():
