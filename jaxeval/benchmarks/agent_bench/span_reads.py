@@ -18,18 +18,15 @@ class SpanRead:
 def read_spans_many(backend, texts, batch_size: int = 1) -> list[list[SpanRead | None]]:
     """Per (ids, span_positions) text (span_positions: per span the token positions it covers, or None
     when unaligned), per span a SpanRead or None: one read per text with an aligned span.
-    batch_size > 1 and a backend with read_batch (jaxeval.api.Model): texts of one length bucket
-    are read several per step (jaxeval.engine.batch_read), with the same results."""
+    batch_size > 1: texts of one length bucket are read several per step where the backend batches
+    (jaxeval.engine.batch_read), with the same results."""
     requests = []  # (text index, ids, positions, tokens)
     for n, (ids, span_positions) in enumerate(texts):
         positions = np.asarray([p for span in span_positions if span is not None for p in span], dtype=np.int32)
         if len(positions):
             requests.append((n, ids, positions, ids[positions]))  # the true next token at each read position
-    if batch_size > 1 and hasattr(backend, "read_batch"):
-        results = backend.read_batch([(ids, positions, tokens) for _, ids, positions, tokens in requests],
-                                     batch_size=batch_size)
-    else:
-        results = [backend.read(ids, positions, tokens) for _, ids, positions, tokens in requests]
+    results = backend.read_many([(ids, positions, tokens) for _, ids, positions, tokens in requests],
+                                batch_size=batch_size, share_prefixes=False).results
     out: list[list[SpanRead | None]] = [[None] * len(span_positions) for _, span_positions in texts]
     for (n, _, positions, tokens), result in zip(requests, results):
         out[n] = _spans(texts[n][1], positions, tokens, result)
