@@ -75,11 +75,6 @@ class Model(LanguageModel):
         """The KV-cache policy's label (jaxeval.models.kv_policy); None: the exact cache."""
         return self.runtime.kv_cache.label if self.runtime.kv_cache is not None else None
 
-    @property
-    def max_length(self) -> int:
-        """Longest text read(): its last token is only predicted, so it needs no position of its own."""
-        return self.config.context_limit + 1
-
     def read_many(self, requests, *, batch_size: int = 1, share_prefixes: bool = True) -> SharedReads:
         """Teacher-forced reads of (ids, positions, tokens) requests (jaxeval.engine.backend.LanguageModel):
         requests sharing a token prefix run it once (share_prefixes), the others batch_size per step

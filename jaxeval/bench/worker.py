@@ -138,8 +138,7 @@ class _ReadOnly(LanguageModel):
     """The model sharing no prefix: the rules configs then read every sequence from scratch."""
 
     def __init__(self, model):
-        self.model, self.max_length = model, model.max_length
-        self.config, self.tokenizer = model.config, model.tokenizer
+        self.model, self.config, self.tokenizer = model, model.config, model.tokenizer
 
     def read_many(self, requests, *, batch_size: int = 1, share_prefixes: bool = True):
         return self.model.read_many(requests, batch_size=batch_size, share_prefixes=False)

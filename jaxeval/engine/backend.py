@@ -37,10 +37,16 @@ class GeneratedText(Protocol):
 
 class LanguageModel(Protocol):
     """A model as the evaluators see it: config (jaxeval.models.config.ModelConfig), tokenizer (or
-    None), read_many / read and generate."""
+    None), max_length, read_many / read and generate."""
 
     config: object
     tokenizer: object | None
+
+    @property
+    def max_length(self) -> int | None:
+        """Longest text read() takes (None: no bound): its last token is only predicted, so it needs
+        no position of its own."""
+        return self.config.context_limit + 1
 
     def read_many(self, requests, *, batch_size: int = 1, share_prefixes: bool = True) -> SharedReads:
         """Teacher-forced reads of (ids, positions, tokens) requests -> SharedReads, results in request order.

@@ -53,8 +53,7 @@ class CountingModel(LanguageModel):
         self.recorder = Recorder()
         self.tokenizer_proxy = None  # why another tokenizer counts (plan.command.counting_model)
 
-    # the real Model's rules, from the same fields (config, generation_eos_ids, tokenizer)
-    max_length = Model.max_length
+    # the real Model's rule, from the same fields (config, generation_eos_ids, tokenizer)
     eos_token_ids = Model.eos_token_ids
 
     def read_many(self, requests, *, batch_size: int = 1, share_prefixes: bool = True) -> SharedReads:

@@ -55,11 +55,11 @@ def write_jsonl(folder: Path, records: list[dict], config: str = "facts", split:
 class OracleBackend(LanguageModel):
     """Top-1 is always the true next token; every read token has log-prob -0.5 (exact in binary)."""
 
+    max_length = None  # no bound unless given
+
     def __init__(self, max_length: int | None = None):
         self.calls: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.config, self.tokenizer = None, None
-        if max_length is not None:
-            self.max_length = max_length
+        self.config, self.tokenizer, self.max_length = None, None, max_length
 
     def read_many(self, requests, *, batch_size=1, share_prefixes=True):
         """One read() per request, in order (no prefix shared: every input counted)."""
