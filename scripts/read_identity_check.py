@@ -45,19 +45,22 @@ def requests_of(vocab: int, seed: int = 0) -> dict[str, list]:
     return {"lone": lone, "shared": shared + lone[:2]}
 
 
+def put(out: dict, key: str, result) -> None:
+    out[f"{key}/top1"], out[f"{key}/logprobs"] = result.top1, result.logprobs
+
+
 def reads(model, api: str, prefix: str, out: dict, vocab: int) -> None:
     sets = requests_of(vocab)
     for n, (ids, positions, tokens) in enumerate(sets["lone"]):
-        r = model.read(ids, positions, tokens)
-        out[f"{prefix}/read{n}/top1"], out[f"{prefix}/read{n}/logprobs"] = r.top1, r.logprobs
+        put(out, f"{prefix}/read{n}", model.read(ids, positions, tokens))
     for batch_size in (1, 4):
         got = (model.read_batch(sets["lone"], batch_size=batch_size) if api == "base"
                else model.read_many(sets["lone"], batch_size=batch_size, share_prefixes=False).results)
         for n, r in enumerate(got):
-            out[f"{prefix}/batch{batch_size}/{n}/top1"], out[f"{prefix}/batch{batch_size}/{n}/logprobs"] = r.top1, r.logprobs
+            put(out, f"{prefix}/batch{batch_size}/{n}", r)
         shared = model.read_many(sets["shared"], batch_size=batch_size)  # both trees: prefixes shared
         for n, r in enumerate(shared.results):
-            out[f"{prefix}/shared{batch_size}/{n}/top1"], out[f"{prefix}/shared{batch_size}/{n}/logprobs"] = r.top1, r.logprobs
+            put(out, f"{prefix}/shared{batch_size}/{n}", r)
         out[f"{prefix}/shared{batch_size}/counts"] = np.array([shared.tokens_run, shared.tokens_naive, shared.prefixes])
     ids = sets["lone"][4][0]
     out[f"{prefix}/states"] = model.final_states(ids, np.array([0, 5, 511, 512, 1099]))

@@ -39,8 +39,7 @@ def read_many(params, config: ModelConfig, runtime: Runtime, requests, *, batch_
     reads); the others are read batch_size per step (jaxeval.engine.batch_read; 1: one at a time,
     exactly read())."""
     check_batch_size(batch_size)
-    chunk = runtime.prefill_chunk
-    checked, grouped = _grouped(config, requests, chunk) if share_prefixes else _ungrouped(config, requests)
+    checked, grouped = _grouped(config, requests, runtime.prefill_chunk, share_prefixes)
     singles = [group[0] for group in grouped if len(group) == 1]
     results = read_checked(params, config, runtime, singles, batch_size)
     tokens_run, prefixes = sum(r.n_inputs for r in singles), 0
@@ -53,14 +52,13 @@ def read_many(params, config: ModelConfig, runtime: Runtime, requests, *, batch_
                        tokens_naive=sum(r.n_inputs for r in checked), prefixes=prefixes)
 
 
-def _ungrouped(config: ModelConfig, requests) -> tuple[list[ReadRequest], list[list[ReadRequest]]]:
+def _grouped(config: ModelConfig, requests, prefill_chunk: int,
+             share_prefixes: bool = True) -> tuple[list[ReadRequest], list[list[ReadRequest]]]:
+    """The checked requests and their groups (those sharing a first chunk, then the singles; all
+    singles without share_prefixes)."""
     checked = check_requests(config, requests)
-    return checked, [[r] for r in checked]
-
-
-def _grouped(config: ModelConfig, requests, prefill_chunk: int) -> tuple[list[ReadRequest], list[list[ReadRequest]]]:
-    """The checked requests and their groups (those sharing a first chunk, then the singles)."""
-    checked = check_requests(config, requests)
+    if not share_prefixes:
+        return checked, [[r] for r in checked]
     overall = chunk_size(length_bucket(max((r.n_inputs for r in checked), default=1)), prefill_chunk)
     groups: dict[tuple, list[ReadRequest]] = {}
     singles: list[list[ReadRequest]] = []
@@ -79,8 +77,7 @@ def planned_segments(config: ModelConfig, requests, prefill_chunk: int = 2048,
     """What read_many would run, without running it: (first input, end, read rows) per stretch of
     trunk work, each shared prefix once (sum of end - first = read_many's tokens_run)."""
     segments = []
-    _, grouped = _grouped(config, requests, prefill_chunk) if share_prefixes else _ungrouped(config, requests)
-    for group in grouped:
+    for group in _grouped(config, requests, prefill_chunk, share_prefixes)[1]:
         if len(group) == 1:
             segments.append((0, group[0].n_inputs, int(group[0].positions.size)))
             continue

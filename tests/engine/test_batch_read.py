@@ -1,4 +1,5 @@
-"""Batched reads (read_many's batch_size, jaxeval.engine.batch_read) against one read() per sequence, and their compile count."""
+"""Batched reads (read_many's batch_size, jaxeval.engine.batch_read) against one read() per sequence,
+and their compile count."""
 
 import numpy as np
 import pytest

@@ -78,7 +78,8 @@ def test_one_compilation_per_bucket():
     before = prefill_chunk._cache_size()
     for length in (700, 900, 1000):  # all on the 1,024 rung
         ids = rng.randint(0, config.vocab_size, size=length)
-        read(params, config, Runtime(prefill_chunk=256, dtype="float32"), ids, np.array([length - 1]), ids[[length - 1]])
+        read(params, config, Runtime(prefill_chunk=256, dtype="float32"), ids, np.array([length - 1]),
+             ids[[length - 1]])
     assert prefill_chunk._cache_size() - before == 1
 
 

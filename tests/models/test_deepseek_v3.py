@@ -92,7 +92,8 @@ def test_read_and_greedy_generation_match_transformers(reference):
     # other), is far off
     wrong = (dataclasses.replace(c, rope_interleaved=False) if c.rope_interleaved
              else dataclasses.replace(c, query_scale=c.mla.qk_head_dim ** -0.5))
-    other = read(model.module.params(), wrong, Runtime(dtype="float32"), ids[:512], positions[:511], ids[1:512]).logprobs
+    other = read(model.module.params(), wrong, Runtime(dtype="float32"), ids[:512], positions[:511],
+                 ids[1:512]).logprobs
     assert np.abs(other - ref[:511]).max() > 100 * TOL
 
     prompts = [ids[:200], ids[500:537]]

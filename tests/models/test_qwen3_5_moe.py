@@ -93,7 +93,8 @@ def test_read_matches_transformers(reference, length):
         other = dataclasses.replace(model.config, moe=dataclasses.replace(model.config.moe, family="qwen3_moe",
                                                                           norm_topk_prob=False))
         positions = np.arange(1, 512)
-        control = read(model.module.params(), other, Runtime(dtype="float32"), ids[:512], positions, ids[positions]).logprobs
+        control = read(model.module.params(), other, Runtime(dtype="float32"), ids[:512], positions,
+                       ids[positions]).logprobs
         assert np.abs(control - ref[:511]).max() > 100 * TOL
 
 
