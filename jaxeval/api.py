@@ -50,6 +50,8 @@ class Model(LanguageModel):
     def __post_init__(self):
         if self.runtime is None:
             self.runtime = Runtime(dtype=self.dtype)
+        if self.runtime.dtype != self.dtype:  # the weights' dtype is the activations' and caches'
+            raise ValueError(f"Model: runtime.dtype={self.runtime.dtype!r} differs from dtype={self.dtype!r}")
         self._params = self.module.params()
         self.stats = {"reads": 0, "tokens": 0}  # sequences read and input tokens run through the trunk
 
