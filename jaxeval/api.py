@@ -11,10 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxeval.engine.backend import ReadResult
+from jaxeval.engine.backend import LanguageModel, SharedReads
 from jaxeval.engine.compile_cache import enable_compile_cache
 from jaxeval.engine.distributed import initialize_distributed
-from jaxeval.engine.read import read as engine_read
+from jaxeval.engine.runtime import Runtime
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention import BACKENDS, check_attention
 from jaxeval.models.config import ModelConfig, check_overrides
@@ -35,23 +35,24 @@ from jaxeval.weights.maxtext_params import load_maxtext_params
 
 
 @dataclasses.dataclass
-class Model:
-    """A loaded model: the Flax NNX module, its tokenizer (optional) and the jitted read."""
+class Model(LanguageModel):
+    """A loaded model: the Flax NNX module, its tokenizer (optional) and how it runs (runtime)."""
 
     module: Decoder
     tokenizer: object | None
     path: str
     dtype: str
     fingerprint: str  # identifies weights + config + dtype (journals key results on it)
-    attention: str = "chunked"
-    prefill_chunk: int = 2048
-    mesh: object | None = None  # jax.sharding.Mesh the weights are sharded over (None: one device)
+    runtime: Runtime | None = None  # attention, prefill chunk, dtype, mesh, KV policy; None: Runtime(dtype=dtype)
     config_overrides: dict = dataclasses.field(default_factory=dict)  # config.json fields replaced at load
     quantization: str | None = None  # "int8", "int4-g128", "fp8": weights quantized at load (jaxeval.models.quant)
     generation_eos_ids: tuple[int, ...] = ()  # generation_config.json's eos_token_id (one id or a list)
-    kv_cache: str | None = None  # the KV-cache policy's label (jaxeval.models.kv_policy); None: the exact cache
 
     def __post_init__(self):
+        if self.runtime is None:
+            self.runtime = Runtime(dtype=self.dtype)
+        if self.runtime.dtype != self.dtype:  # the weights' dtype is the activations' and caches'
+            raise ValueError(f"Model: runtime.dtype={self.runtime.dtype!r} differs from dtype={self.dtype!r}")
         self._params = self.module.params()
         self.stats = {"reads": 0, "tokens": 0}  # sequences read and input tokens run through the trunk
 
@@ -60,50 +61,38 @@ class Model:
         return self.module.config
 
     @property
-    def max_length(self) -> int:
-        """Longest text read(): its last token is only predicted, so it needs no position of its own."""
-        return self.config.context_limit + 1
+    def attention(self) -> str:
+        return self.runtime.attention
 
-    def read(self, ids, positions, tokens) -> ReadResult:
-        """Teacher-forced read; see jaxeval.engine.backend.ReadBackend.read."""
-        result = engine_read(self._params, self.config, ids, positions, tokens, backend=self.attention,
-                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
-        self.stats["reads"] += 1
-        self.stats["tokens"] += int(np.max(positions))
-        return result
+    @property
+    def prefill_chunk(self) -> int:
+        return self.runtime.prefill_chunk
 
-    def read_many(self, requests, batch_size: int = 1):
-        """Teacher-forced reads of many (ids, positions, tokens) requests, each shared token prefix run once.
+    @property
+    def mesh(self):
+        """The jax.sharding.Mesh the weights are sharded over (None: one device)."""
+        return self.runtime.mesh
 
-        -> jaxeval.engine.prefix_reuse.SharedReads: results in request order (identical to separate
-        reads up to float32 noise), tokens_run and tokens_naive (one separate read per request).
-        batch_size: requests that share no prefix are read that many per step (read_batch).
-        """
+    @property
+    def kv_cache(self) -> str | None:
+        """The KV-cache policy's label (jaxeval.models.kv_policy); None: the exact cache."""
+        return self.runtime.kv_cache.label if self.runtime.kv_cache is not None else None
+
+    def read_many(self, requests, *, batch_size: int = 1, share_prefixes: bool = True) -> SharedReads:
+        """Teacher-forced reads of (ids, positions, tokens) requests (jaxeval.engine.backend.LanguageModel):
+        requests sharing a token prefix run it once (share_prefixes), the others batch_size per step
+        (jaxeval.engine.prefix_reuse.read_many)."""
         from jaxeval.engine.prefix_reuse import read_many
 
-        shared = read_many(self._params, self.config, requests, backend=self.attention,
-                           prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh,
-                           batch_size=batch_size)
+        shared = read_many(self._params, self.config, self.runtime, list(requests), batch_size=batch_size,
+                           share_prefixes=share_prefixes)
         self.stats["reads"] += len(shared.results)
         self.stats["tokens"] += shared.tokens_run
         return shared
 
-    def read_batch(self, requests, batch_size: int = 8) -> list[ReadResult]:
-        """read() of every (ids, positions, tokens) request, in order; sequences of one length bucket
-        batch_size per jitted step (jaxeval.engine.batch_read), the results those of read()."""
-        from jaxeval.engine.batch_read import read_batch
-
-        requests = list(requests)
-        results = read_batch(self._params, self.config, requests, batch_size=batch_size, backend=self.attention,
-                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
-        self.stats["reads"] += len(results)
-        self.stats["tokens"] += sum(int(np.max(positions)) for _, positions, _ in requests)
-        return results
-
     def read_args(self) -> dict:
         """What the engine's read functions take from this model (jaxeval.engine.compare)."""
-        return {"params": self._params, "config": self.config, "backend": self.attention, "path": self.path,
-                "prefill_chunk_len": self.prefill_chunk, "dtype": DTYPES[self.dtype], "mesh": self.mesh}
+        return {"params": self._params, "config": self.config, "runtime": self.runtime, "path": self.path}
 
     def compare(self, reference: "Model", ids, positions) -> dict:
         """Per read position p: this model's log p(ids[p]) and top-1 hit, the reference's top-1 hit,
@@ -120,8 +109,7 @@ class Model:
         """float32 [K, D]: the final-norm hidden state at each token index of rows in ids (jaxeval.engine.states)."""
         from jaxeval.engine.states import final_states
 
-        return final_states(self._params, self.config, ids, rows, backend=self.attention,
-                            prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
+        return final_states(self._params, self.config, self.runtime, ids, rows)
 
     @property
     def eos_token_ids(self) -> frozenset[int]:
@@ -134,7 +122,7 @@ class Model:
     def generate(self, prompts, max_new_tokens: int, stop=None, temperature: float = 0.0, top_p: float = 1.0,
                  seed: int = 0, *, stop_token_ids=None, min_new_tokens: int = 0, batch_size: int = 8):
         """Generate after each token-id prompt -> list of jaxeval.engine.generate.Generation, in prompt
-        order (jaxeval.engine.backend.GenerateBackend).
+        order (jaxeval.engine.backend.LanguageModel.generate).
 
         Stops at eos_token_ids, at stop_token_ids, at the first of the stop strings (the text is cut
         before it) or after max_new_tokens; no EOS or stop id is chosen before min_new_tokens.
@@ -242,9 +230,10 @@ def load_model(path: str | Path, dtype: str = CLI.dtype, *, attention: str = CLI
     return Model(module=module, tokenizer=model_tokenizer, path=str(path), dtype=dtype,
                  fingerprint=(maxtext_fingerprint(maxtext, dtype, kv_label) if maxtext
                               else _with_mapping(fingerprint(folder, dtype, gguf, quantization, kv_label), mapped)),
-                 attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
+                 runtime=Runtime(attention=attention, prefill_chunk=prefill_chunk, dtype=dtype, mesh=mesh,
+                                 kv_cache=policy),
                  config_overrides=config_overrides, quantization=quantization,
-                 generation_eos_ids=() if maxtext else generation_eos_ids(folder), kv_cache=kv_label)
+                 generation_eos_ids=() if maxtext else generation_eos_ids(folder))
 
 
 def _with_mapping(fingerprint_: str, mapped: str | None) -> str:

@@ -1,5 +1,5 @@
 """The one generation path of the benchmarks and the local judge: tokenizer checks, chat
-templates, middle cuts, batched calls of a GenerateBackend (jaxeval.engine.backend) and the
+templates, middle cuts, batched calls of a LanguageModel (jaxeval.engine.backend) and the
 checks on what comes back.
 
 Each benchmark keeps its official quirks in its own module (which tokens a cut keeps, whether
@@ -93,7 +93,7 @@ def cut_middle(tokenizer, ids: Sequence[int], head: int, tail: int, decode_apart
 
 @dataclasses.dataclass(frozen=True)
 class GenerationOptions:
-    """What one generate call asks for (the GenerateBackend contract)."""
+    """What one generate call asks for (LanguageModel.generate, jaxeval.engine.backend)."""
 
     max_new_tokens: int
     stop: tuple[str, ...] | None = None

@@ -40,6 +40,7 @@ def evaluate(params, config, tokenizer, tasks="agent_bench", limit=None, *, step
     None: a temporary folder, nothing kept.
     """
     from jaxeval.api import Model, build_module, load_tokenizer_from
+    from jaxeval.engine.runtime import Runtime
     from jaxeval.suite import check_run, open_journal, task_results, _check_chat_template, _lock_run
     from jaxeval.run.multihost import process_shard
     from jaxeval.benchmarks.registry import run_tasks
@@ -63,8 +64,8 @@ def evaluate(params, config, tokenizer, tasks="agent_bench", limit=None, *, step
         check_run(run_flags, task_list)
         module = build_module(config, params, dtype)
         model = Model(module=module, tokenizer=tokenizer, path=label, dtype=dtype,
-                      fingerprint=live_fingerprint(config, dtype, step), attention=attention,
-                      prefill_chunk=prefill_chunk, mesh=mesh)
+                      fingerprint=live_fingerprint(config, dtype, step),
+                      runtime=Runtime(attention=attention, prefill_chunk=prefill_chunk, dtype=dtype, mesh=mesh))
         _check_chat_template(run_flags, task_list, has_chat_template(tokenizer))
         recorded = recorded_config(run_flags, task_list, run_tasks())
         hash_ = config_hash(recorded, not_hashed_keys(run_flags, task_list, run_tasks()))

@@ -3,7 +3,7 @@
     python perf/batched_short_items.py [--items 16] [--batch_size 8] [--repeats 3] [--out FILE.json]
 
 Builds --items random texts of 300-500 tokens (all on the 512 rung) and reads every one with
-16 read positions, one read() per text and then read_batch(batch_size) over all of them; then
+16 read positions, one read() per text and then read_many(batch_size) over all of them; then
 greedy-generates 16 tokens after prompts of the same lengths, batch_size 1 and batch_size N.
 Each pair runs once to compile, then --repeats times interleaved; reported: median seconds of
 each, the ratio one-at-a-time / batched, the largest |Δ log-prob| and whether the generated
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         return [model.read(*r) for r in requests]
 
     def reads_batched():
-        return model.read_batch(requests, batch_size=args.batch_size)
+        return model.read_many(requests, batch_size=args.batch_size, share_prefixes=False).results
 
     prompts = [t[:n - args.new_tokens].tolist() for t, n in zip(texts, lengths)]
 

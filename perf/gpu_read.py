@@ -45,14 +45,18 @@ def peak_memory_gb(device) -> float | None:
 def measure(params, config, dtype, tokens: int, attention: str, repeats: int, peak_tflops: float | None) -> dict:
     import numpy as np
 
-    from jaxeval.engine.read import read
+    import jax.numpy as jnp
 
+    from jaxeval.engine.read import read
+    from jaxeval.engine.runtime import Runtime
+
+    runtime = Runtime(attention=attention, dtype=jnp.dtype(dtype).name)
     ids = np.random.RandomState(0).randint(0, config.vocab_size, size=tokens).astype(np.int32)
     positions = np.arange(1, tokens)
     times = []
     for _ in range(1 + repeats):  # the first call compiles
         t0 = time.perf_counter()
-        result = read(params, config, ids, positions, ids[positions], backend=attention, dtype=dtype)
+        result = read(params, config, runtime, ids, positions, ids[positions])
         times.append(time.perf_counter() - t0)
     seconds = min(times[1:]) if repeats else times[0]
     flops = read_flops(config, tokens, positions.size)["total"]

@@ -58,6 +58,7 @@ def measure(n: int, attention: str, model: str = "llama") -> dict:
     from flax import nnx
 
     from jaxeval.engine.read import read
+    from jaxeval.engine.runtime import Runtime
     from jaxeval.models.config import config_from_hf
     from jaxeval.models.decoder import Decoder
     from jaxeval.models.hybrid import HybridDecoder
@@ -71,7 +72,7 @@ def measure(n: int, attention: str, model: str = "llama") -> dict:
     ids = np.random.RandomState(0).randint(0, config.vocab_size, size=n).astype(np.int32)
     positions = np.arange(1, n)
     t0, c0 = time.perf_counter(), _cpu_seconds()
-    result = read(params, config, ids, positions, ids[positions], backend=attention)
+    result = read(params, config, Runtime(attention=attention, dtype="float32"), ids, positions, ids[positions])
     seconds, cpu_seconds = time.perf_counter() - t0, _cpu_seconds() - c0  # include compilation: one read each
     assert np.isfinite(result.logprobs).all() and result.logprobs.shape == (n - 1,)
     return {"tokens": n, "seconds": seconds, "cpu_seconds": cpu_seconds, "peak_rss_mb": _peak_rss_mb(),

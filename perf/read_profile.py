@@ -51,14 +51,14 @@ def main() -> None:
     chunk = chunk_size(bucket, model.prefill_chunk)
     padded = np.zeros((1, bucket), np.int32)
     padded[0, :n - 1] = ids[:n - 1]
-    gather_at = np.full((k_pad,), -1, np.int32)
-    gather_at[:n - 1] = positions - 1
+    gather_at = np.full((1, k_pad), -1, np.int32)
+    gather_at[0, :n - 1] = positions - 1
     tokens = np.zeros((k_pad, 1), np.int32)
     tokens[:n - 1, 0] = ids[positions]
     rope = host_rope(c, n)
-    kw = dict(config=c, backend=model.attention)
+    kw = dict(config=c, runtime=model.runtime)
     if args.head_rows:
-        report = compare_head_rows(params, c, k_pad, [int(r) for r in args.head_rows.split(",")], args.repeats + 2)
+        report = compare_head_rows(params, c, model.runtime, k_pad, [int(r) for r in args.head_rows.split(",")], args.repeats + 2)
         print(json.dumps(report, indent=2))
         if args.out:
             with open(args.out, "w") as f:
@@ -67,13 +67,13 @@ def main() -> None:
 
     def fresh():
         shape = (c.num_layers, 1, bucket, c.num_kv_heads, c.head_dim)
-        return jnp.zeros(shape, jnp.float32), jnp.zeros(shape, jnp.float32), jnp.zeros((k_pad, c.hidden_size), jnp.float32)
+        return jnp.zeros(shape, jnp.float32), jnp.zeros(shape, jnp.float32), jnp.zeros((1, k_pad, c.hidden_size), jnp.float32)
 
     ck, cv, hidden = fresh()
     chunk_args = (params, ck, cv, jnp.asarray(padded[:, :chunk]), jnp.int32(0), rope)
     cost_chunk = prefill_chunk.lower(*chunk_args, **kw).compile().cost_analysis()
-    head_args = (params, hidden, jnp.asarray(tokens))
-    cost_head = read_head.lower(*head_args, config=c).compile().cost_analysis()
+    head_args = (params, hidden[0], jnp.asarray(tokens))
+    cost_head = read_head.lower(*head_args, **kw).compile().cost_analysis()
     cost_chunk = cost_chunk[0] if isinstance(cost_chunk, list) else cost_chunk
     cost_head = cost_head[0] if isinstance(cost_head, list) else cost_head
 
@@ -94,11 +94,11 @@ def main() -> None:
             t0 = time.perf_counter()
             ck, cv, x = prefill_chunk(params, ck, cv, jnp.asarray(padded[:, start:start + chunk]), jnp.int32(start),
                                       rope, **kw)
-            hidden = gather_rows(x, jnp.int32(start), hidden, jnp.asarray(gather_at))
+            hidden = gather_rows(x, jnp.int32(start), hidden, jnp.asarray(gather_at), runtime=model.runtime)
             jax.block_until_ready(hidden)
             chunks.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        jax.block_until_ready(read_head(params, hidden, jnp.asarray(tokens), config=c))
+        jax.block_until_ready(read_head(params, hidden[0], jnp.asarray(tokens), **kw))
         runs.append({"chunks_s": chunks, "head_s": time.perf_counter() - t0})
     timed = runs[1:] or runs
     chunk_s = [float(np.median([r["chunks_s"][i] for r in timed])) for i in range(len(timed[0]["chunks_s"]))]
@@ -125,7 +125,7 @@ def main() -> None:
             json.dump(report, f, indent=2)
 
 
-def compare_head_rows(params, c, k: int, block_rows: list[int], repeats: int) -> dict:
+def compare_head_rows(params, c, runtime, k: int, block_rows: list[int], repeats: int) -> dict:
     """Time read_head over k rows with each rows-per-block (jaxeval.engine.read.head_rows patched)."""
     import jax
     import jax.numpy as jnp
@@ -140,7 +140,8 @@ def compare_head_rows(params, c, k: int, block_rows: list[int], repeats: int) ->
     try:
         for rows in block_rows:
             engine_read.head_rows = lambda k_, v_, rows=rows: min(rows, k_)  # noqa: E731 (read at trace time)
-            fresh = jax.jit(functools.partial(engine_read.read_head.__wrapped__, config=c))  # a new trace each time
+            fresh = jax.jit(functools.partial(engine_read.read_head.__wrapped__, config=c,
+                                                      runtime=runtime))  # a new trace each time
             compiled[rows] = fresh.lower(params, hidden, tokens).compile()
             outputs[rows] = jax.block_until_ready(compiled[rows](params, hidden, tokens))
     finally:

@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     class Planner:  # records the requests read_many would get, runs nothing
         max_length = model.max_length
 
-        def read_many(self, requests):
+        def read_many(self, requests, *, batch_size=1, share_prefixes=True):
             captured["requests"] = requests
             raise StopIteration
 

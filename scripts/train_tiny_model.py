@@ -504,10 +504,12 @@ def item_queries(tokenizer, item: dict) -> tuple[np.ndarray, list[tuple[int, lis
 def recall(params, config: ModelConfig, ids: np.ndarray, queries: list[tuple[int, list[int]]]) -> list[bool]:
     """Per query: is every answer token the top-1 prediction (teacher-forced)?"""
     from jaxeval.engine.read import read
+    from jaxeval.engine.runtime import Runtime
 
     positions = [p for first, answer in queries for p in range(first, first + len(answer))]
     tokens = [t for _, answer in queries for t in answer]
-    top1 = read(params, config, ids, np.asarray(positions), np.asarray(tokens), backend="chunked").top1
+    top1 = read(params, config, Runtime(attention="chunked", dtype="float32"), ids, np.asarray(positions),
+                np.asarray(tokens)).top1
     out, k = [], 0
     for _, answer in queries:
         out.append(bool((top1[k:k + len(answer)] == np.asarray(answer)).all()))

@@ -18,6 +18,7 @@ import numpy as np
 from jax.sharding import SingleDeviceSharding
 
 from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
+from jaxeval.engine.runtime import Runtime
 from jaxeval.weights.orbax import _abstract
 from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.kv_policy import new_kv_cache
@@ -101,8 +102,8 @@ def _rope(config, a: Abstract, seq_len):
 
 def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_positions: int, prefill_chunk: int,
                   backend: str) -> list[Program]:
-    """The programs of reading `rows` sequences of `tokens` inputs together (read() for one row,
-    batch_read for more), with read_positions LM-head rows each."""
+    """The programs of reading `rows` sequences of `tokens` inputs together (jaxeval.engine.read.
+    read_rows; read() is one row), with read_positions LM-head rows each."""
     from jaxeval.plan.flops import read_flops
     from jaxeval.engine.read import gather_rows, prefill_chunk as prefill, prefill_hybrid_chunk, read_head
 
@@ -115,7 +116,8 @@ def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_po
     rope = _rope(config, a, tokens + 1)
     ids = a.place((rows, chunk), jnp.int32)
     start = a.place((), jnp.int32)
-    static = dict(config=config, backend=backend, mesh=a.mesh)
+    runtime = Runtime(attention=backend, prefill_chunk=prefill_chunk, dtype=jnp.dtype(dtype).name, mesh=a.mesh)
+    static = dict(config=config, runtime=runtime)
     holds = {"weights": shard_bytes(params), "kv_cache": shard_bytes(cache)}
     whole = read_flops(config, chunks * chunk, 0)
     trunk, attention = rows * whole["trunk"] / chunks, rows * whole["attention"] / chunks  # one chunk, on average
@@ -138,19 +140,17 @@ def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_po
         first.splash = splash_blocks(config, chunk, chunks, a.mesh) | {"head_dim": config.head_dim,
                                                                          "heads_rows": config.num_heads * rows
                                                                          * _attention_layers(config)}
-    one = rows == 1
-    hidden = a.place((k_pad, config.hidden_size) if one else (rows, k_pad, config.hidden_size), dtype,
-                     ("read_rows", "hidden") if one else ("read_rows", "read_rows", "hidden"))
-    gather_at = a.place((k_pad,) if one else (rows, k_pad), jnp.int32)
+    hidden = a.place((rows, k_pad, config.hidden_size), dtype, ("read_rows", "read_rows", "hidden"))
+    gather_at = a.place((rows, k_pad), jnp.int32)
     x = a.place((rows, chunk, config.hidden_size), dtype, ("batch", "sequence", "hidden"))
     gather = Program(f"gather_rows[{tag},read_rows={k_pad}]", gather_rows, (x, start, hidden, gather_at),
-                     dict(mesh=a.mesh), 0.0, 0.0, holds=holds, calls=chunks,
+                     dict(runtime=runtime), 0.0, 0.0, holds=holds, calls=chunks,
                      resident=holds["weights"] + holds["kv_cache"])  # between chunks: weights and cache stay
     head_rows = rows * k_pad
     head_flops = 2.0 * head_rows * config.hidden_size * config.vocab_size
     head = Program(f"read_head[rows={head_rows}]", read_head,
                    (params, a.place((head_rows, config.hidden_size), dtype, ("read_rows", "hidden")),
-                    a.place((head_rows, 1), jnp.int32)), dict(config=config, mesh=a.mesh), head_flops, head_flops,
+                    a.place((head_rows, 1), jnp.int32)), static, head_flops, head_flops,
                    holds={"weights": holds["weights"], "kv_cache": 0})
     return [first, gather, head]
 

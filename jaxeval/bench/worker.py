@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from jaxeval.engine.backend import LanguageModel
 from jaxeval.plan.hardware import measure_matmul
 
 
@@ -133,14 +134,14 @@ class JaxevalSide:
         return compile_counts()
 
 
-class _ReadOnly:
-    """The model without read_many: the rules configs then read every sequence from scratch."""
+class _ReadOnly(LanguageModel):
+    """The model sharing no prefix: the rules configs then read every sequence from scratch."""
 
     def __init__(self, model):
-        self.model, self.max_length = model, model.max_length
+        self.model, self.config, self.tokenizer = model, model.config, model.tokenizer
 
-    def read(self, ids, positions, tokens):
-        return self.model.read(ids, positions, tokens)
+    def read_many(self, requests, *, batch_size: int = 1, share_prefixes: bool = True):
+        return self.model.read_many(requests, batch_size=batch_size, share_prefixes=False)
 
 
 class TransformersSide:

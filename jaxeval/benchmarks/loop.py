@@ -250,10 +250,8 @@ def answer(ctx, requests: dict[int, Generate | Read | None]) -> dict[int, Any]:
     if reads:
         rows = read_rows(ctx)
         triples = [(requests[n].ids, requests[n].positions, requests[n].tokens) for n in reads]
-        if rows > 1 and hasattr(model, "read_batch"):
-            results = model.read_batch(triples, batch_size=rows)
-        else:
-            results = [model.read(*triple) for triple in triples]
+        # the model contract's one read entry (jaxeval.engine.backend.LanguageModel); each sample is its own text
+        results = model.read_many(triples, batch_size=rows, share_prefixes=False).results
         out.update(zip(reads, results))
     return out
 

@@ -53,17 +53,15 @@ FIELDS = ("logprob", "top1", "ref_top1", "agree", "kl")
 
 
 def compare_reads(model: dict, reference: dict, ids, positions) -> dict[str, np.ndarray]:
-    """FIELDS -> float32 [K] at each read position. model, reference: {"params", "config", "backend",
-    "prefill_chunk_len", "dtype", "mesh", "path"} (jaxeval.api.Model.read_args); one device or one mesh."""
+    """FIELDS -> float32 [K] at each read position. model, reference: {"params", "config", "runtime",
+    "path"} (jaxeval.api.Model.read_args); one device or one mesh."""
     config, ref_config = model["config"], reference["config"]
     if config.vocab_size != ref_config.vocab_size:
         raise ConfigError(f"--reference {reference['path']}: a vocabulary of {ref_config.vocab_size} ids, the model's "
                           f"has {config.vocab_size}; a KL needs the same vocabulary")
     ids, positions, tokens = check_read_request(ids, positions, np.asarray(ids)[np.asarray(positions)],
                                                 config.vocab_size)
-    hidden = [gathered_hidden(m["params"], m["config"], ids, positions - 1, backend=m["backend"],
-                              prefill_chunk_len=m["prefill_chunk_len"], dtype=m["dtype"], mesh=m["mesh"])
-              for m in (model, reference)]
+    hidden = [gathered_hidden(m["params"], m["config"], m["runtime"], ids, positions - 1) for m in (model, reference)]
     k = hidden[0][1]
     padded = np.zeros(hidden[0][0].shape[0], np.int32)
     padded[:k] = tokens[:, 0]

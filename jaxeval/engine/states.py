@@ -13,34 +13,32 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
-from jaxeval.engine.read import host_rope, new_read_cache, run_chunk
+from jaxeval.engine.buckets import count_bucket, length_bucket
+from jaxeval.engine.read import host_rope, prefill_rows
+from jaxeval.engine.runtime import Runtime
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.decoder import final_norm
-from jaxeval.models.sharding import constrain, host_array, zeros
+from jaxeval.models.sharding import constrain
 
 
-@functools.partial(jax.jit, static_argnames=("config", "mesh"))
-def _normed(params, hidden, *, config, mesh=None):
+@functools.partial(jax.jit, static_argnames=("config", "runtime"))
+def _normed(params, hidden, *, config, runtime):
     """hidden [K, D] (before the final norm) -> float32 [K, D] after it."""
-    return constrain(final_norm(params, config, hidden).astype(jnp.float32), mesh, "read_rows", "hidden")
+    return constrain(final_norm(params, config, hidden).astype(jnp.float32), runtime.mesh, "read_rows", "hidden")
 
 
-def final_states(params, config: ModelConfig, ids, rows, *, backend="chunked", prefill_chunk_len=2048,
-                 dtype=jnp.float32, mesh=None) -> np.ndarray:
+def final_states(params, config: ModelConfig, runtime: Runtime, ids, rows) -> np.ndarray:
     """ids int [T] -> float32 [K, D]: the final-norm hidden state of each token index in rows int [K].
 
     A state depends only on the tokens up to its own (attention is causal), so only ids up to the
     last wanted row are run.
     """
-    hidden, k = gathered_hidden(params, config, ids, rows, backend=backend, prefill_chunk_len=prefill_chunk_len,
-                                dtype=dtype, mesh=mesh)
-    return np.asarray(_normed(params, hidden, config=config, mesh=mesh))[:k]
+    hidden, k = gathered_hidden(params, config, runtime, ids, rows)
+    return np.asarray(_normed(params, hidden, config=config, runtime=runtime))[:k]
 
 
-def gathered_hidden(params, config: ModelConfig, ids, rows, *, backend="chunked", prefill_chunk_len=2048,
-                    dtype=jnp.float32, mesh=None):
+def gathered_hidden(params, config: ModelConfig, runtime: Runtime, ids, rows):
     """(hidden [K_pad, D] on the device, before the final norm, K): the last layer's state at each
     token index in rows (padding rows after K); what an LM head reads (jaxeval.engine.compare)."""
     ids, rows = np.asarray(ids), np.asarray(rows)
@@ -52,20 +50,10 @@ def gathered_hidden(params, config: ModelConfig, ids, rows, *, backend="chunked"
     n_inputs = int(rows.max()) + 1
     if n_inputs > config.context_limit:
         raise InputTooLongError(f"final_states: {n_inputs} tokens exceed the model's context ({config.context_source})")
-    bucket = length_bucket(n_inputs)
-    chunk = chunk_size(bucket, prefill_chunk_len)
-    k_pad = count_bucket(rows.size)
-    padded_ids = np.zeros((1, bucket), np.int32)
+    padded_ids = np.zeros((1, length_bucket(n_inputs)), np.int32)
     padded_ids[0, :n_inputs] = ids[:n_inputs]
-    gather_at = np.full((k_pad,), -1, np.int32)
-    gather_at[:rows.size] = rows
-
-    cache = new_read_cache(config, bucket, dtype, mesh)
-    hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
-    gather_at, rope = host_array(gather_at, mesh), host_rope(config, ids.size, mesh)
-    for start in range(0, n_inputs, chunk):
-        cache, hidden = run_chunk(params, cache, host_array(padded_ids[:, start:start + chunk], mesh),
-                                  host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config,
-                                  backend=backend, mesh=mesh)
-    del cache
-    return hidden, int(rows.size)
+    gather_at = np.full((1, count_bucket(rows.size)), -1, np.int32)
+    gather_at[0, :rows.size] = rows
+    _, hidden = prefill_rows(params, config, runtime, padded_ids, gather_at, host_rope(config, ids.size, runtime.mesh),
+                             end=n_inputs)
+    return hidden[0], int(rows.size)

@@ -24,6 +24,8 @@ import atexit
 
 import numpy as np
 
+from jaxeval.engine.backend import LanguageModel, ReadResult, SharedReads
+
 FOLLOW_TIMEOUT_S = 7 * 24 * 3600  # followers wait this long for process 0's next call (task loading, metrics)
 _leader = {"followers": False}  # process 0: whether followers are waiting for calls
 
@@ -59,8 +61,9 @@ def close_followers() -> None:
         broadcast({"op": "stop"})
 
 
-class EngineCalls:
-    """read / generate on a jaxeval Model, on every process of the run (see the module docstring)."""
+class EngineCalls(LanguageModel):
+    """The model contract (jaxeval.engine.backend.LanguageModel) over a jaxeval Model, run on every
+    process of the run (see the module docstring); process 0 gets the results, the others None."""
 
     def __init__(self, model, host_split: str = "auto"):
         if host_split not in ("auto", "on", "off"):
@@ -74,19 +77,31 @@ class EngineCalls:
         self.split = self.count > 1 and (host_split == "on" or host_split == "auto" and not spans)
         self.read_tokens = {"run": 0, "without_prefix_sharing": 0}  # this process's reads
 
-    # process 0 ------------------------------------------------------------------------------
-    def read(self, reads: list) -> list:
-        """(ids [T], positions [K], tokens [K, C]) per read -> ReadResult per read (process 0)."""
-        payload = {"reads": [[np.asarray(a).tolist() for a in r] for r in reads]} if self.count > 1 else None
-        return self._call("read", payload, reads=reads)
+    @property
+    def config(self):
+        return self.model.config
 
-    def generate(self, prompts: list, *, max_new_tokens: int, stop: list, temperature: float, top_p: float,
-                 seed: int, batch_size: int) -> list:
+    @property
+    def tokenizer(self):
+        return self.model.tokenizer
+
+    # process 0 ------------------------------------------------------------------------------
+    def read_many(self, requests, *, batch_size: int = 1, share_prefixes: bool = True):
+        """(ids [T], positions [K], tokens [K, C]) per read -> SharedReads over every process's share (process 0)."""
+        settings = dict(batch_size=int(batch_size), share_prefixes=bool(share_prefixes))
+        requests = list(requests)
+        payload = {"reads": [[np.asarray(a).tolist() for a in r] for r in requests], **settings} \
+            if self.count > 1 else None
+        return self._call("read", payload, reads=requests, **settings)
+
+    def generate(self, prompts, max_new_tokens: int, stop=None, temperature: float = 0.0, top_p: float = 1.0,
+                 seed: int = 0, *, stop_token_ids=None, min_new_tokens: int = 0, batch_size: int = 8) -> list:
         """-> jaxeval.engine.generate.Generation per prompt (process 0)."""
-        settings = dict(max_new_tokens=int(max_new_tokens), stop=list(stop), temperature=float(temperature),
-                        top_p=float(top_p), seed=int(seed), batch_size=int(batch_size))
+        settings = dict(max_new_tokens=int(max_new_tokens), stop=list(stop or []), temperature=float(temperature),
+                        top_p=float(top_p), seed=int(seed), stop_token_ids=list(map(int, stop_token_ids or [])),
+                        min_new_tokens=int(min_new_tokens), batch_size=int(batch_size))
         payload = {"prompts": [list(map(int, p)) for p in prompts], **settings} if self.count > 1 else None
-        return self._call("generate", payload, prompts=prompts, **settings)
+        return self._call("generate", payload, prompts=list(prompts), **settings)
 
     def _call(self, op: str, payload, **arguments):
         if self.count > 1:
@@ -102,25 +117,32 @@ class EngineCalls:
         share = items[len(items) * self.index // self.count:len(items) * (self.index + 1) // self.count] \
             if self.split else items
         if op == "read":
-            shared = self.model.read_many([tuple(np.asarray(a, np.int32) for a in r) for r in share]) if share else None
-            mine = shared.results if shared else []
-            if shared:
-                self.read_tokens["run"] += shared.tokens_run
-                self.read_tokens["without_prefix_sharing"] += shared.tokens_naive
-        else:
-            mine = self.model.generate(share, arguments["max_new_tokens"], stop=arguments["stop"] or None,
-                                       temperature=arguments["temperature"], top_p=arguments["top_p"],
-                                       seed=arguments["seed"], batch_size=arguments["batch_size"]) if share else []
-        if not self.split:
-            return mine
+            shared = self.model.read_many([tuple(np.asarray(a, np.int32) for a in r) for r in share],
+                                          **arguments) if share else SharedReads([], 0, 0, 0)
+            self.read_tokens["run"] += shared.tokens_run
+            self.read_tokens["without_prefix_sharing"] += shared.tokens_naive
+            if not self.split:
+                return shared
+            return self._gathered(shared.results, _encode_read, _decode_read,
+                                  counts=[shared.tokens_run, shared.tokens_naive, shared.prefixes])
+        mine = self.model.generate(share, arguments["max_new_tokens"], stop=arguments["stop"] or None,
+                                   temperature=arguments["temperature"], top_p=arguments["top_p"],
+                                   seed=arguments["seed"], stop_token_ids=arguments["stop_token_ids"] or None,
+                                   min_new_tokens=arguments["min_new_tokens"],
+                                   batch_size=arguments["batch_size"]) if share else []
+        return self._gathered(mine, _encode_generation, _decode_generation) if self.split else mine
+
+    def _gathered(self, mine: list, encode, decode, counts=None):
+        """Every process's results, in share order, on process 0 (reads: SharedReads with the counts summed)."""
         from jaxeval.run.multihost import exchange
 
-        encode = _encode_read if op == "read" else _encode_generation
-        gathered = exchange({"results": [encode(r) for r in mine]})
+        gathered = exchange({"results": [encode(r) for r in mine], "counts": counts})
         if self.index != 0:
             return None
-        decode = _decode_read if op == "read" else _decode_generation
-        return [decode(result) for payload in gathered for result in payload["results"]]
+        results = [decode(result) for payload in gathered for result in payload["results"]]
+        if counts is None:
+            return results
+        return SharedReads(results, *(sum(payload["counts"][i] for payload in gathered) for i in range(3)))
 
 
 def load_for_lm_eval(load: dict):
@@ -174,8 +196,6 @@ def _encode_read(result) -> dict:
 
 
 def _decode_read(payload: dict):
-    from jaxeval.engine.backend import ReadResult
-
     return ReadResult(top1=np.asarray(payload["top1"], np.int32), logprobs=np.asarray(payload["logprobs"], np.float32))
 
 

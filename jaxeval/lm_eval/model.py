@@ -232,7 +232,7 @@ class JaxevalLM(TemplateLM):
         with tqdm(total=len(plan.reads), disable=disable_tqdm, desc="jaxeval reads") as bar:
             for start in range(0, len(plan.reads), READS_PER_CALL):
                 batch = plan.reads[start:start + READS_PER_CALL]
-                results += self.engine.read(batch)
+                results += self.engine.read_many(batch).results
                 bar.update(len(batch))
         answers = plan.answers(results)
         for (request, _, _), answer in zip(requests, answers):

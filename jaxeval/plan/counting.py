@@ -1,8 +1,9 @@
 """A model that records what a benchmark asks of it instead of computing it.
 
-CountingModel has the real config, tokenizer and EOS ids (no weights): read() and read_many()
-check each request as the engine does and record the trunk work (prefix sharing as read_many
-does it, jaxeval.engine.prefix_reuse.planned_segments), generate() records each engine batch as
+CountingModel has the real config, tokenizer and EOS ids (no weights) and the model contract
+(jaxeval.engine.backend.LanguageModel): read_many() (and read(), one request of it) checks each
+request as the engine does and records the trunk work (prefix sharing as the engine does it,
+jaxeval.engine.prefix_reuse.planned_segments), generate() records each engine batch as
 jaxeval.engine.generate batches it. Answers are placeholders (log-probs 0, empty generations), so
 the benchmark's scores mean nothing; its requests are exactly the real run's.
 """
@@ -14,9 +15,8 @@ import dataclasses
 import numpy as np
 
 from jaxeval.api import Model
-from jaxeval.engine.backend import ReadResult
+from jaxeval.engine.backend import LanguageModel, ReadResult, SharedReads
 from jaxeval.engine.buckets import generation_batches, length_bucket
-from jaxeval.errors import InputTooLongError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,8 +41,8 @@ class Recorder:
     judge_calls: list = dataclasses.field(default_factory=list)  # (judge label, prompt tokens, reply bound)
 
 
-class CountingModel:
-    """The stand-in for jaxeval.api.Model during planning (read, read_many, generate)."""
+class CountingModel(LanguageModel):
+    """The stand-in for jaxeval.api.Model during planning (read_many, read, generate)."""
 
     def __init__(self, config, tokenizer, path: str, eos_ids=(), prefill_chunk: int = 2048):
         self.config, self.tokenizer, self.path = config, tokenizer, path
@@ -53,27 +53,16 @@ class CountingModel:
         self.recorder = Recorder()
         self.tokenizer_proxy = None  # why another tokenizer counts (plan.command.counting_model)
 
-    # the real Model's rules, from the same fields (config, generation_eos_ids, tokenizer)
-    max_length = Model.max_length
+    # the real Model's rule, from the same fields (config, generation_eos_ids, tokenizer)
     eos_token_ids = Model.eos_token_ids
 
-    def read(self, ids, positions, tokens) -> ReadResult:
-        from jaxeval.engine.read import check_read_request
-
-        ids, positions, tokens_checked = check_read_request(ids, positions, tokens, self.config.vocab_size)
-        n = int(positions.max())
-        if n > self.config.context_limit:
-            raise InputTooLongError(f"read: {n} input tokens exceed the model's context ({self.config.context_source})")
-        self.recorder.reads.append(ReadSegment(0, n, int(positions.size), n))
-        self.stats["reads"] += 1
-        self.stats["tokens"] += n
-        return _placeholder(positions, tokens)
-
-    def read_many(self, requests, batch_size: int = 1):  # batching changes no count
-        from jaxeval.engine.prefix_reuse import SharedReads, planned_segments
+    def read_many(self, requests, *, batch_size: int = 1, share_prefixes: bool = True) -> SharedReads:
+        """The requests checked as the engine checks them and their trunk work recorded: shared
+        prefixes as the engine shares them (batching changes no count)."""
+        from jaxeval.engine.prefix_reuse import planned_segments
 
         requests = list(requests)
-        segments = planned_segments(self.config, requests, self.prefill_chunk)
+        segments = planned_segments(self.config, requests, self.prefill_chunk, share_prefixes)
         longest = max((int(np.max(p)) for _, p, _ in requests), default=0)
         self.recorder.reads += [ReadSegment(first, end, rows, end if rows else longest) for first, end, rows in segments]
         run = sum(end - first for first, end, _ in segments)

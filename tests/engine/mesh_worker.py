@@ -97,6 +97,7 @@ def run_mesh(folder: str, spec: str) -> dict:
     from jaxeval.weights.loader import convert
     from jaxeval.models.mesh import make_mesh
     from jaxeval.engine.read import read
+    from jaxeval.engine.runtime import Runtime
     from jaxeval.models.config import config_from_hf
     from jaxeval.models.decoder import Decoder
     from jaxeval.models.sharding import check_mesh_fits, shard_params
@@ -124,7 +125,8 @@ def run_mesh(folder: str, spec: str) -> dict:
     params = shard_params(Decoder(config, rngs=nnx.Rngs(1)).params(), mesh)
     backends = ("chunked", "xla") if spec in ("none", "context=8") else ("chunked",)  # xla: the CP-heavy mesh
     for backend in backends if jax.process_count() == 1 else ():
-        got = read(params, config, ids, positions, ids[positions], backend=backend, prefill_chunk_len=CHUNK, mesh=mesh)
+        got = read(params, config, Runtime(attention=backend, prefill_chunk=CHUNK, dtype="float32", mesh=mesh), ids,
+                   positions, ids[positions])
         out[f"gemma2_{backend}_logprobs"] = got.logprobs.tolist()
     out["attend_shapes"] = sorted(ATTEND_SHAPES)
     ATTEND_SHAPES.clear()

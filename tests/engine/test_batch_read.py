@@ -1,10 +1,13 @@
-"""Batched reads (jaxeval.engine.batch_read) against one read() per sequence, and their compile count."""
+"""Batched reads (read_many's batch_size, jaxeval.engine.batch_read) against one read() per sequence,
+and their compile count."""
 
 import numpy as np
 import pytest
 
-from jaxeval.engine.batch_read import read_batch, read_batches
+from jaxeval.engine.batch_read import read_batches
+from jaxeval.engine.prefix_reuse import read_many
 from jaxeval.engine.read import prefill_chunk, read
+from jaxeval.engine.runtime import Runtime
 from tests.engine.test_read import tiny
 
 
@@ -27,10 +30,11 @@ def test_batched_reads_equal_separate_reads(model):
     config, params = tiny(model, **extra)
     # two rungs (256, 512), a batch of 3 padded to 4 rows, one of 2, a single
     requests = requests_of(config, [40, 250, 130, 300, 480, 20, 256])
-    batched = read_batch(params, config, requests, batch_size=4, prefill_chunk_len=128)
+    batched = read_many(params, config, Runtime(prefill_chunk=128, dtype="float32"), requests, batch_size=4,
+                        share_prefixes=False).results
     assert len(batched) == len(requests)
     for (ids, positions, tokens), got in zip(requests, batched):
-        alone = read(params, config, ids, positions, tokens, prefill_chunk_len=128)
+        alone = read(params, config, Runtime(prefill_chunk=128, dtype="float32"), ids, positions, tokens)
         assert got.logprobs.shape == alone.logprobs.shape
         np.testing.assert_array_equal(got.top1, alone.top1)
         assert np.max(np.abs(got.logprobs - alone.logprobs)) <= 1e-5
@@ -58,8 +62,9 @@ def test_one_trunk_compile_per_bucket_and_batch_rows():
         positions = np.arange(1, 2 + 5 * n)  # 1 .. 36 positions: 8, 16, 32, 64 padded rows
         requests.append((ids, positions, ids[positions]))
     before = prefill_chunk._cache_size()
-    read_batch(params, config, requests, batch_size=8, prefill_chunk_len=256)
+    runtime = Runtime(prefill_chunk=256, dtype="float32")
+    read_many(params, config, runtime, requests, batch_size=8, share_prefixes=False)
     assert prefill_chunk._cache_size() - before == 1
     for ids, positions, tokens in requests[:3]:  # separate reads: the one-row executable, once
-        read(params, config, ids, positions, tokens, prefill_chunk_len=256)
+        read(params, config, runtime, ids, positions, tokens)
     assert prefill_chunk._cache_size() - before == 2

@@ -19,6 +19,7 @@ from jaxeval.api import load_model
 from jaxeval.cli import EMBEDDED_MODEL
 from jaxeval.engine.generate import generate, prefill_row
 from jaxeval.engine.read import read
+from jaxeval.engine.runtime import Runtime
 from jaxeval.engine.snapkv import snapkv_masks
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits, layer_output
@@ -102,7 +103,8 @@ def with_policy(config, policy):
 
 def read_logprobs(params, config, ids):
     positions = np.arange(1, len(ids))
-    return read(params, config, ids, positions, ids[1:], backend="chunked", prefill_chunk_len=64).logprobs
+    runtime = Runtime(attention="chunked", prefill_chunk=64, dtype="float32", kv_cache=config.kv_cache)
+    return read(params, config, runtime, ids, positions, ids[1:]).logprobs
 
 
 def reference_logprobs(params, config, ids, **kw):

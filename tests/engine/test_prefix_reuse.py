@@ -4,9 +4,11 @@ import numpy as np
 
 from jaxeval.engine.prefix_reuse import planned_segments, read_many
 from jaxeval.engine.read import read
+from jaxeval.engine.runtime import Runtime
 from test_read import tiny
 
 CHUNK = 64
+RUNTIME = Runtime(prefill_chunk=CHUNK, dtype="float32")
 
 
 def _requests(config):
@@ -28,9 +30,9 @@ def _requests(config):
 def test_shared_prefix_reads_equal_separate_reads():
     config, params = tiny()
     requests = _requests(config)
-    shared = read_many(params, config, requests, prefill_chunk_len=CHUNK)
+    shared = read_many(params, config, RUNTIME, requests)
     for (ids, positions, tokens), result in zip(requests, shared.results):
-        alone = read(params, config, ids, positions, tokens, prefill_chunk_len=CHUNK)
+        alone = read(params, config, RUNTIME, ids, positions, tokens)
         # same bucket (1024 for the three sharing ones, their own for the rest) and chunk: exact
         np.testing.assert_array_equal(result.top1, alone.top1)
         np.testing.assert_array_equal(result.logprobs, alone.logprobs)
@@ -41,9 +43,25 @@ def test_shared_prefix_reads_equal_separate_reads():
     assert shared.prefixes == 2
     assert shared.tokens_run == naive - 2 * 192 - 128
     # `jaxeval plan` counts the same work without running it (every read row once, prefixes once)
-    segments = planned_segments(config, requests, prefill_chunk_len=CHUNK)
+    segments = planned_segments(config, requests, CHUNK)
     assert sum(end - first for first, end, _ in segments) == shared.tokens_run
     assert sum(rows for _, _, rows in segments) == sum(len(positions) for _, positions, _ in requests)
+
+
+def test_prefix_sharing_and_batching_are_options_of_one_entry():
+    """share_prefixes=False reads each request from scratch, batch_size rows per step: the same results,
+    every token run; the plan counts it the same way."""
+    config, params = tiny()
+    requests = _requests(config)
+    shared = read_many(params, config, RUNTIME, requests)
+    for batch_size in (1, 4):
+        alone = read_many(params, config, RUNTIME, requests, batch_size=batch_size, share_prefixes=False)
+        assert alone.prefixes == 0 and alone.tokens_run == alone.tokens_naive == shared.tokens_naive
+        for a, b in zip(alone.results, shared.results):
+            np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-5)
+            assert a.logprobs.shape == b.logprobs.shape
+    segments = planned_segments(config, requests, CHUNK, share_prefixes=False)
+    assert sum(end - first for first, end, _ in segments) == shared.tokens_naive
 
 
 
@@ -55,11 +73,11 @@ def test_length_dependent_rope_shares_prefixes_only_between_equal_tables():
     rng = np.random.RandomState(5)
     base = rng.randint(0, config.vocab_size, size=700)
     requests = [(base[:n], np.array([n - 20, n - 1]), base[[n - 20, n - 1]]) for n in (300, 350, 500, 650)]
-    shared = read_many(params, config, requests, prefill_chunk_len=CHUNK)
+    shared = read_many(params, config, RUNTIME, requests)
     for (ids, positions, tokens), result in zip(requests, shared.results):
-        alone = read(params, config, ids, positions, tokens, prefill_chunk_len=CHUNK)
+        alone = read(params, config, RUNTIME, ids, positions, tokens)
         np.testing.assert_array_equal(result.logprobs, alone.logprobs)
     assert shared.prefixes == 1  # 300 and 350 (both below 400: the original frequencies); 500, 650 alone
-    far = read(params, config, base[:650], np.array([280]), base[[280]], prefill_chunk_len=CHUNK).logprobs
-    near = read(params, config, base[:300], np.array([280]), base[[280]], prefill_chunk_len=CHUNK).logprobs
+    far = read(params, config, RUNTIME, base[:650], np.array([280]), base[[280]]).logprobs
+    near = read(params, config, RUNTIME, base[:300], np.array([280]), base[[280]]).logprobs
     assert abs(float(far[0] - near[0])) > 1e-4  # the same position reads differently in a longer sequence

@@ -8,8 +8,11 @@ from flax import nnx
 
 from jaxeval.engine.buckets import LENGTH_LADDER, chunk_size, count_bucket, length_bucket
 from jaxeval.engine.read import prefill_chunk, read, read_head
+from jaxeval.engine.runtime import Runtime
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import Decoder, forward_logits
+
+F32 = Runtime(dtype="float32")
 
 
 def tiny(model_type="llama", **extra):
@@ -43,7 +46,7 @@ def test_read_matches_full_logits_across_chunks(backend, chunk):
     ids = np.random.RandomState(0).randint(0, config.vocab_size, size=1500)
     ref, ref_top = reference_logprobs(params, config, ids)
     positions = np.array([1, 2, 255, 256, 257, 700, 1023, 1024, 1025, 1499])
-    result = read(params, config, ids, positions, ids[positions], backend=backend, prefill_chunk_len=chunk)
+    result = read(params, config, Runtime(backend, chunk, "float32"), ids, positions, ids[positions])
     np.testing.assert_allclose(result.logprobs, ref[positions - 1, ids[positions]], atol=2e-5)
     np.testing.assert_array_equal(result.top1, ref_top[positions - 1])
 
@@ -54,7 +57,7 @@ def test_candidate_tokens_and_repeated_positions():
     ref, _ = reference_logprobs(params, config, ids)
     positions = np.array([5, 5, 299])
     candidates = np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]])
-    result = read(params, config, ids, positions, candidates)
+    result = read(params, config, F32, ids, positions, candidates)
     assert result.logprobs.shape == (3, 3)
     np.testing.assert_allclose(result.logprobs, ref[positions - 1][np.arange(3)[:, None], candidates], atol=2e-5)
 
@@ -64,8 +67,8 @@ def test_only_inputs_up_to_the_last_read_position_matter():
     ids = np.random.RandomState(2).randint(0, config.vocab_size, size=600)
     changed = ids.copy()
     changed[400:] = (changed[400:] + 1) % config.vocab_size  # after the last input used
-    a = read(params, config, ids, np.array([10, 400]), ids[[10, 400]])
-    b = read(params, config, changed, np.array([10, 400]), ids[[10, 400]])
+    a = read(params, config, F32, ids, np.array([10, 400]), ids[[10, 400]])
+    b = read(params, config, F32, changed, np.array([10, 400]), ids[[10, 400]])
     np.testing.assert_array_equal(a.logprobs, b.logprobs)
 
 
@@ -75,7 +78,8 @@ def test_one_compilation_per_bucket():
     before = prefill_chunk._cache_size()
     for length in (700, 900, 1000):  # all on the 1,024 rung
         ids = rng.randint(0, config.vocab_size, size=length)
-        read(params, config, ids, np.array([length - 1]), ids[[length - 1]], prefill_chunk_len=256)
+        read(params, config, Runtime(prefill_chunk=256, dtype="float32"), ids, np.array([length - 1]),
+             ids[[length - 1]])
     assert prefill_chunk._cache_size() - before == 1
 
 
@@ -84,7 +88,7 @@ def test_head_never_builds_all_rows_of_logits():
     config, params = tiny(vocab_size=4096)
     k = 16384
     compiled = read_head.lower(params, jnp.zeros((k, config.hidden_size)), jnp.zeros((k, 1), jnp.int32),
-                               config=config).compile()
+                               config=config, runtime=F32).compile()
     full_logits_bytes = k * config.vocab_size * 4
     analysis = compiled.memory_analysis()
     if analysis is None:

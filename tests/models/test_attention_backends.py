@@ -16,6 +16,7 @@ import pytest
 from flax import nnx
 
 from jaxeval.engine.read import read
+from jaxeval.engine.runtime import Runtime
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention import (BACKENDS, check_attention, chunked_attention, get_attention,
                                       xla_attention)
@@ -130,8 +131,8 @@ def test_read_through_decoder_splash_equals_xla():
     ids = np.random.RandomState(0).randint(0, config.vocab_size, size=240)
     positions = np.arange(1, 240)
     # 240 tokens: bucket 256 in two chunks of 128, so the second chunk attends at a cache offset
-    results = {b: read(params, config, ids, positions, ids[positions], backend=b, prefill_chunk_len=128)
-               for b in ("xla", "splash")}
+    results = {b: read(params, config, Runtime(attention=b, prefill_chunk=128, dtype="float32"), ids, positions,
+                       ids[positions]) for b in ("xla", "splash")}
     np.testing.assert_allclose(results["splash"].logprobs, results["xla"].logprobs, atol=1e-5, rtol=0)
     np.testing.assert_array_equal(results["splash"].top1, results["xla"].top1)
 

@@ -9,7 +9,6 @@ import json
 import shutil
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -18,6 +17,7 @@ transformers = pytest.importorskip("transformers")
 
 import jaxeval  # noqa: E402
 from jaxeval.engine.read import new_read_cache, read  # noqa: E402
+from jaxeval.engine.runtime import Runtime  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.weights.orbax import save_checkpoint  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
@@ -82,7 +82,7 @@ def test_read_and_greedy_generation_match_transformers(reference):
     assert c.rope_interleaved == torch_model.config.rope_interleave
     assert c.query_scale == pytest.approx(torch_model.model.layers[0].self_attn.scaling, rel=1e-12)
     # the cache: one KV head of [k_rope, c_kv] per token, no values
-    k, v = new_read_cache(c, 64, jnp.float32)
+    k, v = new_read_cache(c, Runtime(dtype="float32"), 64)
     assert k.shape == (3, 1, 64, 1, 8 + 16) and v.shape == (3, 1, 64, 1, 0)
     positions = np.arange(1, len(ids))
     diff = np.abs(model.read(ids, positions, ids[positions]).logprobs - ref)
@@ -92,7 +92,8 @@ def test_read_and_greedy_generation_match_transformers(reference):
     # other), is far off
     wrong = (dataclasses.replace(c, rope_interleaved=False) if c.rope_interleaved
              else dataclasses.replace(c, query_scale=c.mla.qk_head_dim ** -0.5))
-    other = read(model.module.params(), wrong, ids[:512], positions[:511], ids[1:512]).logprobs
+    other = read(model.module.params(), wrong, Runtime(dtype="float32"), ids[:512], positions[:511],
+                 ids[1:512]).logprobs
     assert np.abs(other - ref[:511]).max() > 100 * TOL
 
     prompts = [ids[:200], ids[500:537]]

@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from jaxeval.engine.read import read  # noqa: E402
+from jaxeval.engine.runtime import Runtime  # noqa: E402
 from jaxeval.errors import CheckpointError, ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from moe_checks import (TOL, eight_devices_equal_one, greedy_tokens_match, load, perturb, read_diff,  # noqa: E402
@@ -62,7 +63,7 @@ def test_read_and_greedy_generation_match_transformers(reference):
     positions = np.arange(1, 512)
     for wrong in (dataclasses.replace(c, attention_sinks=False),
                   dataclasses.replace(c, moe=dataclasses.replace(c.moe, swiglu_limit=7.0))):
-        other = read(model.module.params(), wrong, ids[:512], positions, ids[1:512]).logprobs
+        other = read(model.module.params(), wrong, Runtime(dtype="float32"), ids[:512], positions, ids[1:512]).logprobs
         assert np.abs(other - ref[:511]).max() > 100 * TOL
     greedy_tokens_match(model, torch_model, [ids[:200], ids[500:837]])
 

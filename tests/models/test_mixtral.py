@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from jaxeval.engine.read import read  # noqa: E402
+from jaxeval.engine.runtime import Runtime  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from moe_checks import (TOL, eight_devices_equal_one, greedy_tokens_match, load, perturb, read_diff,  # noqa: E402
@@ -61,7 +62,7 @@ def test_read_and_greedy_generation_match_transformers(reference):
     # control: top-2 weights left unnormalised (Qwen3-MoE's norm_topk_prob=False) are far off
     raw = dataclasses.replace(c, moe=dataclasses.replace(c.moe, family="qwen3_moe", norm_topk_prob=False))
     positions = np.arange(1, 512)
-    other = read(model.module.params(), raw, ids[:512], positions, ids[1:512]).logprobs
+    other = read(model.module.params(), raw, Runtime(dtype="float32"), ids[:512], positions, ids[1:512]).logprobs
     assert np.abs(other - ref[:511]).max() > 100 * TOL
     greedy_tokens_match(model, torch_model, [ids[:200], ids[500:537]])
 

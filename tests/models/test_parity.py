@@ -25,6 +25,7 @@ transformers = pytest.importorskip("transformers")
 
 import jaxeval  # noqa: E402
 from jaxeval.engine.read import read as engine_read  # noqa: E402
+from jaxeval.engine.runtime import Runtime  # noqa: E402
 from jaxeval.models.config import FULL, SLIDING, RopeConfig, config_from_hf, load_hf_config  # noqa: E402
 
 TOL = 1e-4  # max abs difference of log-probabilities
@@ -324,7 +325,7 @@ def check_controls(b: Built, controls):
     positions, tokens = all_positions(b)
     for label, mistake in controls:
         config, wrong_params = mistake(model.config, params)
-        result = engine_read(wrong_params, config, b.ids, positions, tokens, backend="xla")
+        result = engine_read(wrong_params, config, Runtime(attention="xla", dtype="float32"), b.ids, positions, tokens)
         expected = np.take_along_axis(b.ref[positions - 1], tokens, axis=1)
         moved = float(np.abs(result.logprobs - expected).max())
         assert moved > CONTROL, f"{b.family.name}: '{label}' moves log-probs by only {moved:.3g}"

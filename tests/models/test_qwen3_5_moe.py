@@ -21,6 +21,7 @@ transformers = pytest.importorskip("transformers")
 
 import jaxeval  # noqa: E402
 from jaxeval.engine.read import read  # noqa: E402
+from jaxeval.engine.runtime import Runtime  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 
@@ -92,7 +93,8 @@ def test_read_matches_transformers(reference, length):
         other = dataclasses.replace(model.config, moe=dataclasses.replace(model.config.moe, family="qwen3_moe",
                                                                           norm_topk_prob=False))
         positions = np.arange(1, 512)
-        control = read(model.module.params(), other, ids[:512], positions, ids[positions]).logprobs
+        control = read(model.module.params(), other, Runtime(dtype="float32"), ids[:512], positions,
+                       ids[positions]).logprobs
         assert np.abs(control - ref[:511]).max() > 100 * TOL
 
 

@@ -13,6 +13,7 @@ transformers = pytest.importorskip("transformers")
 
 import jaxeval  # noqa: E402
 from jaxeval.engine.read import read  # noqa: E402
+from jaxeval.engine.runtime import Runtime  # noqa: E402
 from jaxeval.errors import ConfigError  # noqa: E402
 from jaxeval.models.config import config_from_hf  # noqa: E402
 from jaxeval.models.kv_policy import check_supported, from_flags  # noqa: E402
@@ -51,7 +52,8 @@ def test_read_and_greedy_generation_match_transformers(reference):
     # control: the other renormalisation choice is far off
     flipped = dataclasses.replace(model.config, moe=dataclasses.replace(model.config.moe,
                                                                         norm_topk_prob=not model.config.moe.norm_topk_prob))
-    other = read(model.module.params(), flipped, ids[:512], positions[:511], ids[1:512]).logprobs
+    other = read(model.module.params(), flipped, Runtime(dtype="float32"), ids[:512], positions[:511],
+                 ids[1:512]).logprobs
     assert np.abs(other - ref[:511]).max() > 100 * TOL
 
     prompts = [ids[:200], ids[500:537]]

@@ -56,8 +56,8 @@ def align_item(tokenizer, item: FactsItem, mode: str) -> tuple[Alignment, str | 
 
 
 def check_length(backend, n_tokens: int, config: str, split: str, item_id: str) -> None:
-    max_length = getattr(backend, "max_length", None)
-    if isinstance(max_length, int) and not isinstance(max_length, bool) and n_tokens > max_length:
+    max_length = backend.max_length  # None: no bound (jaxeval.engine.backend.LanguageModel)
+    if max_length is not None and n_tokens > max_length:
         raise InputTooLongError(
             f"longctx-agent-bench {config}/{split}, item '{item_id}': {n_tokens} tokens, longer "
             f"than the model's maximum of {max_length} tokens")

@@ -126,8 +126,8 @@ def read_targets(backend, sequences: dict[tuple[int, ...], set[tuple[int, int]]]
                  batch_size: int = 1) -> tuple[dict, int]:
     """Read every distinct sequence once with all its (position, token) pairs.
 
-    Uses backend.read_many (shared-prefix KV reuse) when the backend has it; the sequences it
-    shares no prefix with are read batch_size per step (batch_size > 1). Returns
+    backend.read_many (jaxeval.engine.backend.LanguageModel) runs shared prefixes once where the
+    backend shares them; the sequences sharing none are read batch_size per step. Returns
     {(ids, position, token): log p} and the tokens run through the model.
     """
     requests = []
@@ -135,13 +135,9 @@ def read_targets(backend, sequences: dict[tuple[int, ...], set[tuple[int, int]]]
         ordered = sorted(pairs)
         requests.append((np.asarray(ids, np.int32), np.asarray([p for p, _ in ordered], np.int32),
                          np.asarray([t for _, t in ordered], np.int32), ids, ordered))
-    if hasattr(backend, "read_many"):
-        reads = [(ids, positions, tokens) for ids, positions, tokens, _, _ in requests]
-        shared = backend.read_many(reads, batch_size=batch_size) if batch_size > 1 else backend.read_many(reads)
-        results, tokens_run = shared.results, shared.tokens_run
-    else:
-        results = [backend.read(ids, positions, tokens) for ids, positions, tokens, _, _ in requests]
-        tokens_run = sum(int(positions.max()) for _, positions, _, _, _ in requests)
+    shared = backend.read_many([(ids, positions, tokens) for ids, positions, tokens, _, _ in requests],
+                               batch_size=batch_size)
+    results, tokens_run = shared.results, shared.tokens_run
     logprobs = {}
     for (_, positions, _, key, ordered), result in zip(requests, results):
         values = np.asarray(result.logprobs, dtype=np.float64).reshape(-1)

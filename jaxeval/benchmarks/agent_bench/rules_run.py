@@ -2,8 +2,8 @@
 
 All requested rules configs and lengths are planned at once, so a session's text without the
 rule (shared by the items of one context and by the three language configs) is read once,
-found by content. Backends with read_many also reuse the KV cache of the prefix a with-rule
-text shares with its text without the rule.
+found by content. Backends that share prefixes (read_many) also reuse the KV cache of the prefix
+a with-rule text shares with its text without the rule.
 """
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ def run_agent_bench(backend, tokenizer, data: str | Path, sets: Sequence[str] = 
     reference_scores: such a file, read back as the reference of the rules configs.
     journal: get(key)/put(key, record) store of finished items (jaxeval/run/journal.py).
     log_prompts: each --log_samples row also holds the text read.
-    batch_size: texts read together (one length bucket per step) where the backend has read_batch;
+    batch_size: texts read together (one length bucket per step) where the backend batches;
     the results are those of one read at a time (float32 noise apart).
     """
     ctx = RunContext("agent_bench", backend, journal, limit=limit, batch_size=batch_size, read_rows=batch_size,

@@ -1,6 +1,6 @@
 """LongBenchTask and run_longbench: load, prompt, generate on the sample loop, score; LongBench v1 or -E.
 
-The backend is a jaxeval.engine.backend.GenerateBackend (jaxeval.api.Model), decoding
+The backend is a jaxeval.engine.backend.LanguageModel (jaxeval.api.Model), decoding
 greedily; samsum gets the official token-level stop (requests.py). Predictions are the
 generated tokens decoded with special tokens skipped and nothing stripped, as the official
 pred.py; `.text` is used only when a generation has no tokens.

@@ -1,6 +1,6 @@
 """LongBenchProTask and run_longbench_pro: load, prompt, generate every sample `runs` times, score, summarise.
 
-The backend is a jaxeval.engine.backend.GenerateBackend with .config.max_position_embeddings
+The backend is a jaxeval.engine.backend.LanguageModel with .config.max_position_embeddings
 (jaxeval.api.Model). Each (record, run) is one sample, journaled under
 "longbench_pro/{mode}/{record id}/{run}" when a journal is given; a journaled sample is not
 generated again. Scoring runs after generation, so a journal survives a scoring change.

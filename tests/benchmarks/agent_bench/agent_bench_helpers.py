@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jaxeval.engine.backend import ReadResult
+from jaxeval.engine.backend import LanguageModel, ReadResult, SharedReads
 
 REPO = Path(__file__).resolve().parents[3]
 TINY_TOKENIZER = REPO / "jaxeval" / "assets" / "tiny_llama"
@@ -52,13 +52,20 @@ def write_jsonl(folder: Path, records: list[dict], config: str = "facts", split:
     return path
 
 
-class OracleBackend:
+class OracleBackend(LanguageModel):
     """Top-1 is always the true next token; every read token has log-prob -0.5 (exact in binary)."""
+
+    max_length = None  # no bound unless given
 
     def __init__(self, max_length: int | None = None):
         self.calls: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        if max_length is not None:
-            self.max_length = max_length
+        self.config, self.tokenizer, self.max_length = None, None, max_length
+
+    def read_many(self, requests, *, batch_size=1, share_prefixes=True):
+        """One read() per request, in order (no prefix shared: every input counted)."""
+        requests = list(requests)
+        tokens = sum(int(np.max(positions)) for _, positions, _ in requests)
+        return SharedReads([self.read(*r) for r in requests], tokens, tokens, 0)
 
     def read(self, ids, positions, tokens):
         ids, positions, tokens = np.asarray(ids), np.asarray(positions), np.asarray(tokens)

@@ -1,4 +1,4 @@
-"""facts / tool_calls / rules read several texts per step (read_batch): the scores of one read at a
+"""facts / tool_calls / rules read several texts per step (read_many's batch_size): the scores of one read at a
 time, and a batch cut short leaves none of its items in the journal."""
 
 from __future__ import annotations
@@ -14,34 +14,33 @@ from jaxeval.benchmarks.agent_bench.data import load_split
 from jaxeval.benchmarks.agent_bench.runner import item_key, read_items
 from jaxeval.engine.batch_read import read_batch
 from jaxeval.engine.prefix_reuse import read_many
-from jaxeval.engine.read import read
+from jaxeval.engine.runtime import Runtime
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import Decoder
 from jaxeval.run.journal import Journal
 
 
-class TinyBatchingModel:
-    """A one-layer random model over the embedded tokenizer's vocabulary, with read_batch and read_many."""
+class TinyBatchingModel(LanguageModel):
+    """A one-layer random model over the embedded tokenizer's vocabulary; counts the sequences read one
+    per step (reads) and the calls batching several (batches: their sizes)."""
 
     def __init__(self, fail_on_batch: int | None = None):
         raw = dict(model_type="llama", vocab_size=4096, hidden_size=16, intermediate_size=16, num_hidden_layers=1,
                    num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16384, rope_theta=10000.0)
         self.config = config_from_hf(raw)
         self.params = Decoder(self.config, rngs=nnx.Rngs(0)).params()
-        self.reads, self.batches, self.fail_on_batch = 0, [], fail_on_batch
+        self.reads, self.batches, self.fail_on_batch, self.tokenizer = 0, [], fail_on_batch, None
 
-    def read(self, ids, positions, tokens):
-        self.reads += 1
-        return read(self.params, self.config, ids, positions, tokens, prefill_chunk_len=1024)
-
-    def read_batch(self, requests, batch_size=8):
-        if self.fail_on_batch is not None and len(self.batches) == self.fail_on_batch:
-            raise KeyboardInterrupt("preempted in the middle of a batch")
-        self.batches.append(len(requests))
-        return read_batch(self.params, self.config, requests, batch_size=batch_size, prefill_chunk_len=1024)
-
-    def read_many(self, requests, batch_size=1):
-        return read_many(self.params, self.config, requests, prefill_chunk_len=1024, batch_size=batch_size)
+    def read_many(self, requests, *, batch_size=1, share_prefixes=True):
+        requests = list(requests)
+        if batch_size == 1:
+            self.reads += len(requests)
+        else:
+            if self.fail_on_batch is not None and len(self.batches) == self.fail_on_batch:
+                raise KeyboardInterrupt("preempted in the middle of a batch")
+            self.batches.append(len(requests))
+        return read_many(self.params, self.config, Runtime(prefill_chunk=1024, dtype="float32"), requests,
+                         batch_size=batch_size, share_prefixes=share_prefixes)
 
 
 def _floats_close(a, b):

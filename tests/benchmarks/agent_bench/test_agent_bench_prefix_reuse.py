@@ -7,25 +7,26 @@ import pytest
 from flax import nnx
 
 from jaxeval.benchmarks.agent_bench import SHIPPED_DATA, run_agent_bench
+from jaxeval.engine.backend import LanguageModel
 from jaxeval.engine.prefix_reuse import read_many
-from jaxeval.engine.read import read
+from jaxeval.engine.runtime import Runtime
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import Decoder
 
 
-class TinyModel:
-    """A one-layer random model over the embedded tokenizer's vocabulary; read_many optional."""
+class TinyModel(LanguageModel):
+    """A one-layer random model over the embedded tokenizer's vocabulary; shared=False: it shares no prefix."""
 
     def __init__(self, shared: bool):
         raw = dict(model_type="llama", vocab_size=4096, hidden_size=16, intermediate_size=16, num_hidden_layers=1,
                    num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16384, rope_theta=10000.0)
         self.config = config_from_hf(raw)
         self.params = Decoder(self.config, rngs=nnx.Rngs(0)).params()
-        if shared:
-            self.read_many = lambda requests: read_many(self.params, self.config, requests, prefill_chunk_len=1024)
+        self.shared, self.tokenizer = shared, None
 
-    def read(self, ids, positions, tokens):
-        return read(self.params, self.config, ids, positions, tokens, prefill_chunk_len=1024)
+    def read_many(self, requests, *, batch_size=1, share_prefixes=True):
+        return read_many(self.params, self.config, Runtime(prefill_chunk=1024, dtype="float32"), requests,
+                         batch_size=batch_size, share_prefixes=share_prefixes and self.shared)
 
 
 def test_shared_prefix_reads_score_as_separate_reads(tokenizer):
