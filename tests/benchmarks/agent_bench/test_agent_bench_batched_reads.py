@@ -12,7 +12,7 @@ from flax import nnx
 from jaxeval.benchmarks.agent_bench import SHIPPED_DATA, run_agent_bench
 from jaxeval.benchmarks.agent_bench.data import load_split
 from jaxeval.benchmarks.agent_bench.runner import item_key, read_items
-from jaxeval.engine.batch_read import read_batch
+from jaxeval.engine.backend import LanguageModel
 from jaxeval.engine.prefix_reuse import read_many
 from jaxeval.engine.runtime import Runtime
 from jaxeval.models.config import config_from_hf
