@@ -15,6 +15,7 @@ from jaxeval.engine.backend import ReadResult
 from jaxeval.engine.compile_cache import enable_compile_cache
 from jaxeval.engine.distributed import initialize_distributed
 from jaxeval.engine.read import read as engine_read
+from jaxeval.engine.runtime import Runtime
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention import BACKENDS, check_attention
 from jaxeval.models.config import ModelConfig, check_overrides
@@ -49,6 +50,7 @@ class Model:
     quantization: str | None = None  # "int8", "int4-g128", "fp8": weights quantized at load (jaxeval.models.quant)
     generation_eos_ids: tuple[int, ...] = ()  # generation_config.json's eos_token_id (one id or a list)
     kv_cache: str | None = None  # the KV-cache policy's label (jaxeval.models.kv_policy); None: the exact cache
+    kv_policy: KVPolicy | None = None  # that policy (Runtime.kv_cache)
 
     def __post_init__(self):
         self._params = self.module.params()
@@ -59,6 +61,12 @@ class Model:
         return self.module.config
 
     @property
+    def runtime(self) -> Runtime:
+        """How this model runs (the jitted functions' static argument, jaxeval.engine.runtime)."""
+        return Runtime(attention=self.attention, prefill_chunk=self.prefill_chunk, dtype=self.dtype, mesh=self.mesh,
+                       kv_cache=self.kv_policy)
+
+    @property
     def max_length(self) -> int:
         """Longest text read(): its last token is only predicted, so it needs no position of its own."""
         return self.config.context_limit + 1
@@ -66,7 +74,8 @@ class Model:
     def read(self, ids, positions, tokens) -> ReadResult:
         """Teacher-forced read; see jaxeval.engine.backend.ReadBackend.read."""
         result = engine_read(self._params, self.config, ids, positions, tokens, backend=self.attention,
-                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
+                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh,
+                             kv_cache=self.kv_policy)
         self.stats["reads"] += 1
         self.stats["tokens"] += int(np.max(positions))
         return result
@@ -82,7 +91,7 @@ class Model:
 
         shared = read_many(self._params, self.config, requests, backend=self.attention,
                            prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh,
-                           batch_size=batch_size)
+                           batch_size=batch_size, kv_cache=self.kv_policy)
         self.stats["reads"] += len(shared.results)
         self.stats["tokens"] += shared.tokens_run
         return shared
@@ -94,7 +103,8 @@ class Model:
 
         requests = list(requests)
         results = read_batch(self._params, self.config, requests, batch_size=batch_size, backend=self.attention,
-                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
+                             prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh,
+                             kv_cache=self.kv_policy)
         self.stats["reads"] += len(results)
         self.stats["tokens"] += sum(int(np.max(positions)) for _, positions, _ in requests)
         return results
@@ -102,7 +112,8 @@ class Model:
     def read_args(self) -> dict:
         """What the engine's read functions take from this model (jaxeval.engine.compare)."""
         return {"params": self._params, "config": self.config, "backend": self.attention, "path": self.path,
-                "prefill_chunk_len": self.prefill_chunk, "dtype": DTYPES[self.dtype], "mesh": self.mesh}
+                "prefill_chunk_len": self.prefill_chunk, "dtype": DTYPES[self.dtype], "mesh": self.mesh,
+                "kv_cache": self.kv_policy}
 
     def compare(self, reference: "Model", ids, positions) -> dict:
         """Per read position p: this model's log p(ids[p]) and top-1 hit, the reference's top-1 hit,
@@ -120,7 +131,8 @@ class Model:
         from jaxeval.engine.states import final_states
 
         return final_states(self._params, self.config, ids, rows, backend=self.attention,
-                            prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh)
+                            prefill_chunk_len=self.prefill_chunk, dtype=DTYPES[self.dtype], mesh=self.mesh,
+                            kv_cache=self.kv_policy)
 
     @property
     def eos_token_ids(self) -> frozenset[int]:
@@ -141,10 +153,10 @@ class Model:
         """
         from jaxeval.engine.generate import generate as engine_generate
 
-        return engine_generate(self._params, self.config, prompts, max_new_tokens, stop=stop, temperature=temperature,
-                               top_p=top_p, seed=seed, tokenizer=self.tokenizer, eos_token_ids=self.eos_token_ids,
-                               stop_token_ids=stop_token_ids, min_new_tokens=min_new_tokens, backend=self.attention,
-                               prefill_chunk_len=self.prefill_chunk, batch_size=batch_size, mesh=self.mesh)
+        return engine_generate(self._params, self.config, self.runtime, prompts, max_new_tokens, stop=stop,
+                               temperature=temperature, top_p=top_p, seed=seed, tokenizer=self.tokenizer,
+                               eos_token_ids=self.eos_token_ids, stop_token_ids=stop_token_ids,
+                               min_new_tokens=min_new_tokens, batch_size=batch_size)
 
 
 def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "chunked",
@@ -207,7 +219,6 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
     policy = check_policy(kv_cache) if isinstance(kv_cache, KVPolicy) else from_flags(kv_cache)
     check_supported(policy, config, mesh, attention)
-    config = dataclasses.replace(config, kv_cache=policy)
     kv_label = policy.label if policy else None
     targets = None
     if mesh is not None:
@@ -239,7 +250,8 @@ def load_model(path: str | Path, dtype: str = "bfloat16", *, attention: str = "c
                               else _with_mapping(fingerprint(folder, dtype, gguf, quantization, kv_label), mapped)),
                  attention=attention, prefill_chunk=prefill_chunk, mesh=mesh,
                  config_overrides=config_overrides, quantization=quantization,
-                 generation_eos_ids=() if maxtext else generation_eos_ids(folder), kv_cache=kv_label)
+                 generation_eos_ids=() if maxtext else generation_eos_ids(folder), kv_cache=kv_label,
+                 kv_policy=policy)
 
 
 def _with_mapping(fingerprint_: str, mapped: str | None) -> str:

@@ -87,7 +87,7 @@ def read_batches(config: ModelConfig, requests, batch_size: int) -> tuple[list[_
 
 
 def read_batch(params, config: ModelConfig, requests, *, batch_size: int = 8, backend="chunked",
-               prefill_chunk_len=2048, dtype=jnp.float32, mesh=None) -> list[ReadResult]:
+               prefill_chunk_len=2048, dtype=jnp.float32, mesh=None, kv_cache=None) -> list[ReadResult]:
     """read() of every (ids, positions, tokens) request, batch_size sequences per jitted step;
     results in request order (see jaxeval.engine.backend.ReadBackend.read)."""
     checked, batches = read_batches(config, requests, batch_size)
@@ -95,13 +95,13 @@ def read_batch(params, config: ModelConfig, requests, *, batch_size: int = 8, ba
     for batch in batches:
         for request, result in zip(batch, _read_one_batch(params, config, batch, backend=backend,
                                                           prefill_chunk_len=prefill_chunk_len, dtype=dtype,
-                                                          mesh=mesh)):
+                                                          mesh=mesh, kv_cache=kv_cache)):
             results[request.index] = result
     return results
 
 
 def _read_one_batch(params, config: ModelConfig, batch: list[_Checked], *, backend, prefill_chunk_len, dtype,
-                    mesh) -> list[ReadResult]:
+                    mesh, kv_cache=None) -> list[ReadResult]:
     """One batch of one rung: the trunk chunk by chunk over all rows, one head over every read row."""
     rows = batch_rows(len(batch))
     longest = max(r.n_inputs for r in batch)
@@ -118,14 +118,14 @@ def _read_one_batch(params, config: ModelConfig, batch: list[_Checked], *, backe
         gather_at[row, :r.positions.size] = r.positions - 1
         tokens[row, :r.positions.size, :r.tokens.shape[1]] = r.tokens
 
-    cache = new_read_cache(config, bucket, dtype, mesh, rows=rows)
+    cache = new_read_cache(config, bucket, dtype, mesh, rows=rows, kv_cache=kv_cache)
     hidden = zeros((rows, k_pad, config.hidden_size), dtype, mesh, ("read_rows", "read_rows", "hidden"))
     gather_at = host_array(gather_at, mesh)
     rope = host_rope(config, batch[0].ids.size, mesh)  # one rope_key per batch: every row's tables
     for start in range(0, longest, chunk):
         cache, hidden = run_chunk(params, cache, host_array(padded_ids[:, start:start + chunk], mesh),
                                   host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config,
-                                  backend=backend, mesh=mesh)
+                                  backend=backend, mesh=mesh, kv_cache=kv_cache)
     del cache
     top1, logprobs = read_head(params, hidden.reshape(rows * k_pad, config.hidden_size),
                                host_array(tokens.reshape(rows * k_pad, width), mesh), config=config, mesh=mesh)

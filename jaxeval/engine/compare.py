@@ -62,7 +62,8 @@ def compare_reads(model: dict, reference: dict, ids, positions) -> dict[str, np.
     ids, positions, tokens = check_read_request(ids, positions, np.asarray(ids)[np.asarray(positions)],
                                                 config.vocab_size)
     hidden = [gathered_hidden(m["params"], m["config"], ids, positions - 1, backend=m["backend"],
-                              prefill_chunk_len=m["prefill_chunk_len"], dtype=m["dtype"], mesh=m["mesh"])
+                              prefill_chunk_len=m["prefill_chunk_len"], dtype=m["dtype"], mesh=m["mesh"],
+                              kv_cache=m.get("kv_cache"))
               for m in (model, reference)]
     k = hidden[0][1]
     padded = np.zeros(hidden[0][0].shape[0], np.int32)

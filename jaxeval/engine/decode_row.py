@@ -15,10 +15,12 @@ from jaxeval.models.kv_policy import attention_window, stored_kv
 from jaxeval.models.layer_stacks import layer_stacks
 
 
-def decode_row(params, cache_k, cache_v, token, position, rope, config, keep=None, slot=None, slot_positions=None):
+def decode_row(params, cache_k, cache_v, token, position, rope, *, config, policy=None, keep=None, slot=None,
+               slot_positions=None):
     """One sequence, one token: token (int scalar) at `position`; cache [L, S, KV, hd] holding positions < position.
 
-    rope: this row's RopeTables (inv_freq [L, R/2], scale [L]) for a sequence of position + 1 tokens.
+    rope: this row's RopeTables (inv_freq [L, R/2], scale [L]) for a sequence of position + 1 tokens;
+    policy: the run's KV-cache policy (Runtime.kv_cache; None: exact).
     The cache is only read: each layer attends from it with its own new K/V seen at their slot
     (decode_attention's new_kv), and the new K/V of every layer come back for write_step to store
     once for the whole batch (a write per layer of a vmapped row compiles to a scatter over the
@@ -30,7 +32,6 @@ def decode_row(params, cache_k, cache_v, token, position, rope, config, keep=Non
     """
     windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
     positions = position + jnp.arange(1)
-    policy = config.kv_cache
     write_at = position if slot is None else slot
     bounded = {} if slot_positions is None else {"slot_positions": slot_positions, "block_k": cache_k.shape[1]}
 

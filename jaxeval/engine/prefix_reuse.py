@@ -50,7 +50,7 @@ class _Request:
 
 
 def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefill_chunk_len=2048,
-              dtype=jnp.float32, mesh=None, batch_size: int = 1) -> SharedReads:
+              dtype=jnp.float32, mesh=None, batch_size: int = 1, kv_cache=None) -> SharedReads:
     """Read every (ids, positions, tokens) request; see jaxeval.engine.backend.ReadBackend.read.
 
     The requests that share no prefix are read batch_size per step (jaxeval.engine.batch_read;
@@ -58,11 +58,11 @@ def read_many(params, config: ModelConfig, requests, *, backend="chunked", prefi
     checked, grouped = _grouped(config, requests, prefill_chunk_len)
     results: list = [None] * len(checked)
     tokens_run, prefixes = 0, 0
-    run = dict(params=params, config=config, backend=backend, dtype=dtype, mesh=mesh)
+    run = dict(params=params, config=config, backend=backend, dtype=dtype, mesh=mesh, kv_cache=kv_cache)
     singles = [group[0] for group in grouped if len(group) == 1]
     single_reads = read_batch(params, config, [(r.ids, r.positions, r.tokens[:, 0] if r.one_token_each else r.tokens)
                                                for r in singles], batch_size=batch_size, backend=backend,
-                              prefill_chunk_len=prefill_chunk_len, dtype=dtype, mesh=mesh)
+                              prefill_chunk_len=prefill_chunk_len, dtype=dtype, mesh=mesh, kv_cache=kv_cache)
     for request, result in zip(singles, single_reads):
         results[request.index] = result
         tokens_run += request.n_inputs
@@ -145,7 +145,7 @@ def _share(group: list[_Request], chunk: int) -> tuple[dict[int, tuple[int, int]
 
 
 def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *, params, config, backend,
-                dtype, mesh) -> tuple[int, int]:
+                dtype, mesh, kv_cache=None) -> tuple[int, int]:
     bucket = length_bucket(max(r.n_inputs for r in group))
     chunk = chunk_size(bucket, prefill_chunk_len)
     shared, users = _share(group, chunk)
@@ -163,7 +163,7 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
     def take(node: int):
         """A fresh copy of the node's cache (zeros at the root); frees it after its last user."""
         if node == -1:
-            return new_read_cache(config, bucket, dtype, mesh)
+            return new_read_cache(config, bucket, dtype, mesh, kv_cache=kv_cache)
         cache = caches[node]
         users[node] -= 1
         if users[node] == 0:
@@ -185,7 +185,7 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         for at in range(start, depth * chunk, chunk):
             cache, hidden = run_chunk(params, cache, host_array(ids[:, at:at + chunk], mesh),
                                       host_array(np.int32(at), mesh), hidden, no_reads, rope, config=config,
-                                      backend=backend, mesh=mesh)
+                                      backend=backend, mesh=mesh, kv_cache=kv_cache)
         caches[node] = cache
         tokens_run += depth * chunk - start
 
@@ -205,7 +205,7 @@ def _read_group(group: list[_Request], results: list, prefill_chunk_len: int, *,
         for at in range(request.start * chunk, request.n_inputs, chunk):
             cache, hidden = run_chunk(params, cache, host_array(ids[:, at:at + chunk], mesh),
                                       host_array(np.int32(at), mesh), hidden, gather_at, rope, config=config,
-                                      backend=backend, mesh=mesh)
+                                      backend=backend, mesh=mesh, kv_cache=kv_cache)
         del cache
         top1, logprobs = read_head(params, hidden, host_array(tokens, mesh), config=config, mesh=mesh)
         top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]

@@ -40,20 +40,20 @@ def head_rows(k: int, vocab_size: int) -> int:
     return min(rows, k)
 
 
-@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh"), donate_argnums=(1, 2))
-def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend, mesh=None):
+@functools.partial(jax.jit, static_argnames=("config", "backend", "mesh", "kv_cache"), donate_argnums=(1, 2))
+def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, rope, *, config, backend, mesh=None, kv_cache=None):
     """Run one chunk of B sequences through all layers and write its K/V -> (cache_k, cache_v, x).
 
     cache_k, cache_v [L, B, S, KV, hd]; chunk_ids int [B, C] (every row at positions start ..);
     start int scalar; rope: RopeTables of the whole sequence (data, so a new sequence length never
     recompiles). x [B, C, D]: the chunk's final states, gathered outside (gather_rows), so the
     number of read positions never recompiles the trunk: one executable per (rows, chunk, bucket).
-    On a mesh the cache keeps the rules' shardings (READ_CACHE).
+    On a mesh the cache keeps the rules' shardings (READ_CACHE). kv_cache: the run's KV-cache policy.
     """
     c = chunk_ids.shape[1]
     x = embed_tokens(params, config, chunk_ids)
     x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start, backend,
-                                   mesh, rope=rope)
+                                   mesh, rope=rope, policy=kv_cache)
     # on a mesh each sequence shard of the cache writes its own part of the chunk
     cache_k, cache_v = (jax.tree.map(lambda c, n: write_chunk(c, n, start, mesh, READ_CACHE), cache, new)
                         for cache, new in ((cache_k, k_new), (cache_v, v_new)))  # leaf by leaf: QuantKV codes, scales
@@ -86,19 +86,19 @@ def prefill_hybrid_chunk(params, cache, chunk_ids, start, rope, *, config, backe
     return hybrid.constrain_cache(cache, mesh), x
 
 
-def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None, rows: int = 1):
+def new_read_cache(config: ModelConfig, bucket: int, dtype, mesh=None, rows: int = 1, kv_cache=None):
     """The cache a read carries from chunk to chunk: (k, v) [L, rows, bucket, KV, hd] (under an int8 /
     fp8 policy, QuantKV codes and scales), or a hybrid's HybridCache."""
-    check_read(config)  # every read path starts here; SnapKV is for generation only
+    check_read(kv_cache)  # every read path starts here; SnapKV is for generation only
     if is_hybrid(config):
         check_hybrid_mesh(config, mesh)
         return hybrid.new_cache(config, rows, bucket, dtype, mesh)
-    return tuple(new_kv_cache(config.kv_cache, (config.num_layers, rows, bucket, config.num_kv_heads, width), dtype,
+    return tuple(new_kv_cache(kv_cache, (config.num_layers, rows, bucket, config.num_kv_heads, width), dtype,
                               lambda s, d: zeros(s, d, mesh, READ_CACHE))
                  for width in (config.head_dim, config.value_dim))  # latent attention: an empty value cache
 
 
-def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None):
+def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, config, backend, mesh=None, kv_cache=None):
     """One prefill chunk on a cache from new_read_cache (donated) -> (cache, hidden).
 
     chunk_ids [B, C]; hidden [K, D] with gather_at [K] (B = 1) or [B, K, D] with [B, K] (donated)."""
@@ -107,7 +107,7 @@ def run_chunk(params, cache, chunk_ids, start, hidden, gather_at, rope, *, confi
                                         mesh=mesh)
     else:
         cache_k, cache_v, x = prefill_chunk(params, *cache, chunk_ids, start, rope, config=config, backend=backend,
-                                            mesh=mesh)
+                                            mesh=mesh, kv_cache=kv_cache)
         cache = (cache_k, cache_v)
     return cache, gather_rows(x, start, hidden, gather_at, mesh=mesh)
 
@@ -160,7 +160,7 @@ def host_rope(config: ModelConfig, seq_len: int, mesh=None) -> RopeTables:
 
 
 def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunked", prefill_chunk_len=2048,
-         dtype=jnp.float32, mesh=None) -> ReadResult:
+         dtype=jnp.float32, mesh=None, kv_cache=None) -> ReadResult:
     """Teacher-forced read of one sequence: see jaxeval.engine.backend.ReadBackend.read.
 
     Ropes that depend on the sequence length (dynamic NTK, LongRoPE) take it from len(ids), as
@@ -185,14 +185,14 @@ def read(params, config: ModelConfig, ids, positions, tokens, *, backend="chunke
     padded_tokens = np.zeros((k_pad, tokens.shape[1]), np.int32)
     padded_tokens[:k] = tokens
 
-    cache = new_read_cache(config, bucket, dtype, mesh)
+    cache = new_read_cache(config, bucket, dtype, mesh, kv_cache=kv_cache)
     hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
     gather_at = host_array(gather_at, mesh)
     rope = host_rope(config, ids.size, mesh)
     for start in range(0, n_inputs, chunk):
         cache, hidden = run_chunk(params, cache, host_array(padded_ids[:, start:start + chunk], mesh),
                                   host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config,
-                                  backend=backend, mesh=mesh)
+                                  backend=backend, mesh=mesh, kv_cache=kv_cache)
     del cache
     top1, logprobs = read_head(params, hidden, host_array(padded_tokens, mesh), config=config, mesh=mesh)
     top1, logprobs = np.asarray(top1)[:k], np.asarray(logprobs)[:k]

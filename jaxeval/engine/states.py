@@ -28,19 +28,19 @@ def _normed(params, hidden, *, config, mesh=None):
 
 
 def final_states(params, config: ModelConfig, ids, rows, *, backend="chunked", prefill_chunk_len=2048,
-                 dtype=jnp.float32, mesh=None) -> np.ndarray:
+                 dtype=jnp.float32, mesh=None, kv_cache=None) -> np.ndarray:
     """ids int [T] -> float32 [K, D]: the final-norm hidden state of each token index in rows int [K].
 
     A state depends only on the tokens up to its own (attention is causal), so only ids up to the
     last wanted row are run.
     """
     hidden, k = gathered_hidden(params, config, ids, rows, backend=backend, prefill_chunk_len=prefill_chunk_len,
-                                dtype=dtype, mesh=mesh)
+                                dtype=dtype, mesh=mesh, kv_cache=kv_cache)
     return np.asarray(_normed(params, hidden, config=config, mesh=mesh))[:k]
 
 
 def gathered_hidden(params, config: ModelConfig, ids, rows, *, backend="chunked", prefill_chunk_len=2048,
-                    dtype=jnp.float32, mesh=None):
+                    dtype=jnp.float32, mesh=None, kv_cache=None):
     """(hidden [K_pad, D] on the device, before the final norm, K): the last layer's state at each
     token index in rows (padding rows after K); what an LM head reads (jaxeval.engine.compare)."""
     ids, rows = np.asarray(ids), np.asarray(rows)
@@ -60,12 +60,12 @@ def gathered_hidden(params, config: ModelConfig, ids, rows, *, backend="chunked"
     gather_at = np.full((k_pad,), -1, np.int32)
     gather_at[:rows.size] = rows
 
-    cache = new_read_cache(config, bucket, dtype, mesh)
+    cache = new_read_cache(config, bucket, dtype, mesh, kv_cache=kv_cache)
     hidden = zeros((k_pad, config.hidden_size), dtype, mesh, ("read_rows", "hidden"))
     gather_at, rope = host_array(gather_at, mesh), host_rope(config, ids.size, mesh)
     for start in range(0, n_inputs, chunk):
         cache, hidden = run_chunk(params, cache, host_array(padded_ids[:, start:start + chunk], mesh),
                                   host_array(np.int32(start), mesh), hidden, gather_at, rope, config=config,
-                                  backend=backend, mesh=mesh)
+                                  backend=backend, mesh=mesh, kv_cache=kv_cache)
     del cache
     return hidden, int(rows.size)
