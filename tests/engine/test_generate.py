@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import jaxeval
-from jaxeval.engine.generate import Generation, check_generate_request, decode_step, generate, prefill_row, prefill_rows
+from jaxeval.engine.generate import Generation, check_generate_request, generate
+from jaxeval.engine.kv_cache import KVCache, decode_step, prefill_rows
+from jaxeval.engine.runtime import Runtime
 from jaxeval.engine.sampling import choose_tokens, prompt_keys, top_p_filter
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.attention import decode_attention, xla_attention
@@ -43,6 +45,11 @@ def tiny(model_type="llama", seed=0, **extra):
     params = jax.tree_util.tree_map_with_path(lambda p, s: jnp.asarray(draw(p, s), jnp.float32), shapes,
                                               is_leaf=is_shape)
     return config, params
+
+
+def runtime_of(params, **settings) -> Runtime:
+    """The Runtime of a generation over params: their dtype (the cache's), and the settings given."""
+    return Runtime(dtype=params["embed"].dtype.name, **settings)
 
 
 def prompts_of(lengths, vocab, seed=0):
@@ -136,8 +143,8 @@ def test_batch_composition_changes_nothing(small):
     config, params = small
     prompts = prompts_of((3, 90, 17, 64), config.vocab_size)
     for temperature in (0.0, 1.0):
-        runs = [[g.tokens for g in generate(params, config, prompts, 16, temperature=temperature, top_p=0.9, seed=7,
-                                            batch_size=batch_size, prefill_chunk_len=CHUNK)]
+        runs = [[g.tokens for g in generate(params, config, runtime_of(params, prefill_chunk=CHUNK), prompts, 16,
+                                            temperature=temperature, top_p=0.9, seed=7, batch_size=batch_size)]
                 for batch_size in (4, 1, 3)]  # 3: one batch of 4 rows with a padding row, one of 1 row
         assert runs[0] == runs[1] == runs[2]
         assert all(len(t) == 16 or t[-1] == 2 for t in runs[0])
@@ -146,16 +153,17 @@ def test_batch_composition_changes_nothing(small):
 
 def test_no_recompilation_per_token_prompt_length_or_sampling_setting(small):
     config, params = small
-    functions = (prefill_row, prefill_rows, decode_step)
-    generate(params, config, prompts_of((10, 100, 7, 50), config.vocab_size), 20, prefill_chunk_len=CHUNK)
-    generate(params, config, prompts_of((10,), config.vocab_size), 20, prefill_chunk_len=CHUNK)
+    functions = (prefill_rows, decode_step)
+    runtime = runtime_of(params, prefill_chunk=CHUNK)
+    generate(params, config, runtime, prompts_of((10, 100, 7, 50), config.vocab_size), 20)
+    generate(params, config, runtime, prompts_of((10,), config.vocab_size), 20)
     before = [f._cache_size() for f in functions]
     # same buckets (4 rows or 1, prompts and new tokens within 256 positions), other lengths and settings
-    generate(params, config, prompts_of((200, 3, 31, 32), config.vocab_size, seed=1), 50, prefill_chunk_len=CHUNK,
+    generate(params, config, runtime, prompts_of((200, 3, 31, 32), config.vocab_size, seed=1), 50,
              temperature=0.7, top_p=0.5, seed=3)
-    generate(params, config, prompts_of((77, 1, 150), config.vocab_size, seed=2), 5, prefill_chunk_len=CHUNK,
+    generate(params, config, runtime, prompts_of((77, 1, 150), config.vocab_size, seed=2), 5,
              temperature=1.3)
-    generate(params, config, prompts_of((129,), config.vocab_size, seed=2), 127, prefill_chunk_len=CHUNK)
+    generate(params, config, runtime, prompts_of((129,), config.vocab_size, seed=2), 127)
     assert [f._cache_size() for f in functions] == before
 
 
@@ -164,25 +172,25 @@ def test_greedy_equals_argmax_of_the_full_forward(small):
     width = 64  # causal: the logits at t only depend on ids[:t + 1], so one padded width serves every step
     next_token = jax.jit(lambda ids, t: jnp.argmax(forward_logits(params, config, ids)[0, t]))
     prompts = prompts_of((1, 30, 45), config.vocab_size, seed=4)  # a one-token prompt needs no prefill
-    got = generate(params, config, prompts, 8, prefill_chunk_len=CHUNK)
+    got = generate(params, config, runtime_of(params, prefill_chunk=CHUNK), prompts, 8)
     for prompt, g in zip(prompts, got):
         ids = np.zeros((1, width), np.int32)
         ids[0, :len(prompt)] = prompt
         for t in range(len(prompt), len(prompt) + len(g.tokens)):
             ids[0, t] = next_token(ids, t - 1)
         assert g.tokens == ids[0, len(prompt):len(prompt) + len(g.tokens)].tolist()
-    first = generate(params, config, prompts, 1, prefill_chunk_len=CHUNK)
+    first = generate(params, config, runtime_of(params, prefill_chunk=CHUNK), prompts, 1)
     assert [g.tokens for g in first] == [g.tokens[:1] for g in got]
     assert all(g.finish_reason == ("eos" if g.tokens == [2] else "length") for g in first)
 
 
 def test_over_long_prompt_raises_before_compiling(small):
     config, params = small  # max_position_embeddings=1024
-    before = decode_step._cache_size(), prefill_row._cache_size()
+    before = decode_step._cache_size(), prefill_rows._cache_size()
     with pytest.raises(InputTooLongError, match=r"prompt 1 has 1010 tokens; with max_new_tokens=20 that is 1030.*"
                                                 r"max_position_embeddings=1024"):
-        generate(params, config, prompts_of((10, 1010), config.vocab_size), 20)
-    assert (decode_step._cache_size(), prefill_row._cache_size()) == before
+        generate(params, config, runtime_of(params), prompts_of((10, 1010), config.vocab_size), 20)
+    assert (decode_step._cache_size(), prefill_rows._cache_size()) == before
     check_generate_request(prompts_of((1004,), config.vocab_size), 20, None, 0.0, 1.0, 0, config, None)  # fits
 
 
@@ -204,15 +212,17 @@ def test_decode_step_never_copies_the_cache(small):
     temporaries stay far below the cache's size (a copy per step would double the memory traffic)."""
     config, params = small
     rows, s_len = 4, 16384
-    cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
+    layer_cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
     ints = jnp.zeros(rows, jnp.int32)
-    compiled = decode_step.lower(params, cache, cache, ints, ints, prompt_keys(np.uint32(0), ints), jnp.float32(0),
-                                 jnp.float32(1), row_tables(config, [1] * rows), config=config).compile()
+    compiled = decode_step.lower(params, KVCache(layer_cache, layer_cache), ints, ints,
+                                 prompt_keys(np.uint32(0), ints), jnp.float32(0), jnp.float32(1),
+                                 row_tables(config, [1] * rows), config=config,
+                                 runtime=runtime_of(params)).compile()
     analysis = compiled.memory_analysis()
     if analysis is None:
         pytest.skip("this backend reports no memory analysis")
-    assert analysis.alias_size_in_bytes >= 2 * cache.nbytes  # both caches donated
-    assert analysis.temp_size_in_bytes < cache.nbytes / 8
+    assert analysis.alias_size_in_bytes >= 2 * layer_cache.nbytes  # both caches donated
+    assert analysis.temp_size_in_bytes < layer_cache.nbytes / 8
 
 
 @pytest.mark.parametrize("prompts,kwargs,message", [
@@ -235,7 +245,7 @@ def test_bad_requests_name_the_problem(small, prompts, kwargs, message):
     config, params = small
     kwargs = {"max_new_tokens": 4} | kwargs
     with pytest.raises(ValueError, match=message):
-        generate(params, config, prompts, kwargs.pop("max_new_tokens"), **kwargs)
+        generate(params, config, runtime_of(params), prompts, kwargs.pop("max_new_tokens"), **kwargs)
 
 
 # ---------------------------------------------------------------- sampling
@@ -247,8 +257,8 @@ def test_sampling_is_reproducible_from_the_seed(small):
     prompts[2] = prompts[1]
 
     def run(seed, **kw):
-        return [g.tokens for g in generate(params, config, prompts, 20, seed=seed, prefill_chunk_len=CHUNK,
-                                           **{"temperature": 1.0} | kw)]
+        return [g.tokens for g in generate(params, config, runtime_of(params, prefill_chunk=CHUNK), prompts, 20,
+                                           seed=seed, **{"temperature": 1.0} | kw)]
 
     first = run(0)
     assert run(0) == first
@@ -337,7 +347,8 @@ def test_text_eos_and_stop_strings(model_with_tokenizer):
 
     # an EOS id from the config: the generation ends with that token
     eos = free[1].tokens[5]
-    ended = generate(model.module.params(), model.config, prompts, 40, eos_token_ids=[eos], tokenizer=tok)
+    ended = generate(model.module.params(), model.config, model.runtime, prompts, 40, eos_token_ids=[eos],
+                     tokenizer=tok)
     first = free[1].tokens.index(eos)
     assert ended[1].tokens == free[1].tokens[:first + 1] and ended[1].finish_reason == "eos"
     assert ended[1].text == tok.decode(free[1].tokens[:first + 1], skip_special_tokens=True)
@@ -350,12 +361,12 @@ def test_tokenizer_eos_counts_as_eos(model_with_tokenizer):
     assert model.config.eos_token_ids == (2,) and model.tokenizer.eos_token_id == 0
     params = model.module.params()
     prompts = [model.tokenizer.encode("Once upon a time"), model.tokenizer.encode("Chapter 1")]
-    free = generate(params, model.config, prompts, 10, tokenizer=model.tokenizer)
+    free = generate(params, model.config, model.runtime, prompts, 10, tokenizer=model.tokenizer)
     # give id 0 the LM-head column of a token the first row produces: tied logits, and argmax takes id 0
     target = free[0].tokens[3]
     lm_head = params["lm_head"]
-    tied = generate({**params, "lm_head": lm_head.at[:, 0].set(lm_head[:, target])}, model.config, prompts, 10,
-                    tokenizer=model.tokenizer)
+    tied = generate({**params, "lm_head": lm_head.at[:, 0].set(lm_head[:, target])}, model.config, model.runtime,
+                    prompts, 10, tokenizer=model.tokenizer)
     for before, after in zip(free, tied):
         if target in before.tokens:
             j = before.tokens.index(target)
