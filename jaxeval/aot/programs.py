@@ -25,7 +25,6 @@ from jaxeval.models.param_layout import param_axes, param_shapes
 from jaxeval.models.sharding import DECODE_CACHE, READ_CACHE, param_shardings, sharding
 
 
-DECODE_BLOCK = 512  # decode_attention's key block: its loop runs position / 512 times (a traced bound)
 
 
 @dataclasses.dataclass
@@ -160,6 +159,7 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
     prefill (every row's chunk at once on one chip, one row at a time into the batch cache on a mesh,
     as jaxeval.engine.kv_cache.write_prompts) and the decode step at the cache bucket."""
     from jaxeval.plan.flops import read_flops
+    from jaxeval.engine.decode_row import DECODE_BLOCK, decode_block
     from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
     from jaxeval.engine.kv_cache import KVCache, QuantizedKVCache, decode_step, prefill_rows
     from jaxeval.engine.runtime import Runtime
@@ -217,12 +217,12 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
         step = Program(f"decode_hybrid_step[{tag}]", decode_hybrid_step,
                        (params, cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, runtime=runtime),
                        trunk_head + attention, trunk_head, holds=holds, calls=new_tokens,
-                       dynamic_trips=-(-prompt // DECODE_BLOCK))
+                       dynamic_trips=-(-prompt // DECODE_BLOCK))  # hybrid.decode_row: 512-key trips
     else:
         step = Program(f"decode_step[{tag}]", decode_step,
                        (params, cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, runtime=runtime),
                        trunk_head + attention, trunk_head, holds=holds, calls=new_tokens,
-                       dynamic_trips=-(-prompt // DECODE_BLOCK))
+                       dynamic_trips=-(-prompt // decode_block(cache_len)))  # the key-block trips to the prompt
     return [fill, step]
 
 

@@ -14,6 +14,21 @@ from jaxeval.models.decoder import attention_inputs, embed_tokens, final_logits,
 from jaxeval.models.kv_policy import attention_window, stored_kv
 from jaxeval.models.layer_stacks import layer_stacks
 
+DECODE_BLOCK = 512  # the fewest keys decode attention reads per trip of its key-block loop
+DECODE_TRIPS = 16  # the most trips per layer and step over a long cache
+
+
+def decode_block(slots: int) -> int:
+    """Keys per trip of decode attention's loop over a cache of `slots` (a multiple of it): 512, or
+    slots / 16 past 8,192 slots. A trip costs far more than its keys' bytes (on TPU about 16 small
+    fusions of ~1,800 estimated cycles each: scalar index math, the mask, the online-softmax update
+    of a [KV, group] row), so a 131,072-slot cache read in 512-key trips spent its step in trip
+    overhead (jaxeval compile's estimate: 1.09 s per step at batch 8 on v5p-8 against 14 ms of HBM
+    reads); 16 trips bound it, and the last trip reads at most 1/16 of the cache past the position."""
+    if slots <= DECODE_BLOCK * DECODE_TRIPS or slots % DECODE_TRIPS:
+        return DECODE_BLOCK
+    return slots // DECODE_TRIPS
+
 
 def decode_row(params, cache_k, cache_v, token, position, rope, *, config, policy=None, keep=None, slot=None,
                slot_positions=None):
@@ -33,7 +48,9 @@ def decode_row(params, cache_k, cache_v, token, position, rope, *, config, polic
     windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
     positions = position + jnp.arange(1)
     write_at = position if slot is None else slot
-    bounded = {} if slot_positions is None else {"slot_positions": slot_positions, "block_k": cache_k.shape[1]}
+    # a bounded cache is small and every slot is read: one block (jaxeval.engine.bounded_kv)
+    bounded = ({"block_k": decode_block(cache_k.shape[1])} if slot_positions is None else
+               {"slot_positions": slot_positions, "block_k": cache_k.shape[1]})
 
     def layer(x, xs, stack_config):
         lp, inv_freq, scale, window, i = xs
