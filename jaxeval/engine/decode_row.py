@@ -45,7 +45,6 @@ def decode_row(params, cache_k, cache_v, token, position, rope, *, config, polic
     Returns (float32 logits [V] of the next token, new keys, new values [L, KV, hd] as the cache
     stores them: QuantKV under int8 / fp8).
     """
-    windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
     positions = position + jnp.arange(1)
     write_at = position if slot is None else slot
     # a bounded cache is small and every slot is read: one block (jaxeval.engine.bounded_kv)
@@ -65,16 +64,24 @@ def decode_row(params, cache_k, cache_v, token, position, rope, *, config, polic
                                 **sinks, **bounded)
         return layer_output(lp, stack_config, x, attn[None, None]), (k, v)
 
-    x = embed_tokens(params, config, token[None, None])
+    x, k_new, v_new = scan_layers(params, config, rope, layer, embed_tokens(params, config, token[None, None]))
+    return final_logits(params, config, x[0, 0]), k_new, v_new
+
+
+def scan_layers(params, config, rope, layer, x):
+    """x through the layer stacks (jaxeval.models.layer_stacks: the dense first layers, then the rest), each
+    a scan of layer(x, (layer params, inv_freq, scale, window, layer index), stack_config) -> (x, (k, v)).
+    The cache and the per-layer tables are indexed by the model's layer. -> (x, k_new, v_new [L, ...])."""
+    windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
     news = []
-    for stack in layer_stacks(config):  # the cache and the per-layer tables are indexed by the model's layer
+    for stack in layer_stacks(config):
         rows = stack.rows
         xs = (params[stack.name], rope.inv_freq[rows], rope.scale[rows], windows[rows],
               jnp.arange(config.num_layers)[rows])
         x, new = jax.lax.scan(functools.partial(layer, stack_config=stack.config), x, xs)
         news.append(new)
     k_new, v_new = (jax.tree.map(lambda *parts: jnp.concatenate(parts), *(n[j] for n in news)) for j in (0, 1))
-    return final_logits(params, config, x[0, 0]), k_new, v_new
+    return x, k_new, v_new
 
 
 def write_step(cache, new, slots, row_axis: int = 0):

@@ -26,12 +26,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxeval.engine.decode_row import decode_row, write_step
+from jaxeval.engine.decode_row import decode_row, scan_layers, write_step
 from jaxeval.engine.sampling import choose_tokens
 from jaxeval.models.context import stripe_order, take_row, write_row
 from jaxeval.models.decoder import embed_tokens, layer_forward
 from jaxeval.models.kv_policy import new_kv_cache
-from jaxeval.models.layer_stacks import layer_stacks
 from jaxeval.models.rope import RopeTables, rope_key, rope_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, zeros
 
@@ -123,7 +122,6 @@ def prefill_rows(params, cache: KVCache, chunk_ids, start, row, rope, *, config,
     r, c = chunk_ids.shape
     whole = r == cache.k.shape[0]  # every row at once (or the cache's only row)
     positions = start + jnp.arange(c)
-    windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
 
     def layer_rows(t, i):  # [B, L, S, ...] -> layer i of the chunk's rows [R, S, ...]
         t = jax.lax.dynamic_index_in_dim(t, i, axis=1, keepdims=False)
@@ -141,14 +139,7 @@ def prefill_rows(params, cache: KVCache, chunk_ids, start, row, rope, *, config,
                              runtime.attention, mesh, cache_sharded=False,  # decode reads the whole sequence
                              policy=runtime.kv_cache)
 
-    news = []
-    for stack in layer_stacks(config):  # (jaxeval.models.layer_stacks: the dense first layers, then the rest)
-        rows = stack.rows
-        xs = (params[stack.name], rope.inv_freq[rows], rope.scale[rows], windows[rows],
-              jnp.arange(config.num_layers)[rows])
-        x, new = jax.lax.scan(functools.partial(layer, stack_config=stack.config), x, xs)
-        news.append(new)
-    k_new, v_new = (jax.tree.map(lambda *parts: jnp.concatenate(parts), *(n[j] for n in news)) for j in (0, 1))
+    _, k_new, v_new = scan_layers(params, config, rope, layer, x)
 
     def write(t, new):  # new [L, R, C, ...] (natural token order) -> rows, layers, positions start ..
         new = jnp.swapaxes(new, 0, 1)
