@@ -31,7 +31,7 @@ def decode_block(slots: int) -> int:
 
 
 def decode_row(params, cache_k, cache_v, token, position, rope, *, config, policy=None, keep=None, slot=None,
-               slot_positions=None):
+               slot_positions=None, span=None):
     """One sequence, one token: token (int scalar) at `position`; cache [L, S, KV, hd] holding positions < position.
 
     rope: this row's RopeTables (inv_freq [L, R/2], scale [L]) for a sequence of position + 1 tokens;
@@ -41,14 +41,15 @@ def decode_row(params, cache_k, cache_v, token, position, rope, *, config, polic
     once for the whole batch (a write per layer of a vmapped row compiles to a scatter over the
     whole cache). keep: None, or this row's SnapKV mask [L, S, KV]. A bounded cache
     (jaxeval.engine.bounded_kv): slot, the int slot the K/V go to (default: position), and
-    slot_positions int [L, S, KV], the position each slot holds (this one's included).
+    slot_positions int [L, S, KV], the position each slot holds (this one's included). span: the batch's
+    (lowest, highest) position, unbatched (decode_attention visits the same key blocks for every row).
     Returns (float32 logits [V] of the next token, new keys, new values [L, KV, hd] as the cache
     stores them: QuantKV under int8 / fp8).
     """
     positions = position + jnp.arange(1)
     write_at = position if slot is None else slot
     # a bounded cache is small and every slot is read: one block (jaxeval.engine.bounded_kv)
-    bounded = ({"block_k": decode_block(cache_k.shape[1])} if slot_positions is None else
+    bounded = ({"block_k": decode_block(cache_k.shape[1]), "span": span} if slot_positions is None else
                {"slot_positions": slot_positions, "block_k": cache_k.shape[1]})
 
     def layer(x, xs, stack_config):

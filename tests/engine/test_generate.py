@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import jaxeval
+from jaxeval.engine.decode_row import decode_block
 from jaxeval.engine.generate import Generation, check_generate_request, generate
+from jaxeval.engine.read import read
 from jaxeval.engine.kv_cache import KVCache, decode_step, prefill_rows
 from jaxeval.engine.runtime import Runtime
 from jaxeval.engine.sampling import choose_tokens, prompt_keys, top_p_filter
@@ -223,6 +225,18 @@ def test_decode_step_never_copies_the_cache(small):
         pytest.skip("this backend reports no memory analysis")
     assert analysis.alias_size_in_bytes >= 2 * layer_cache.nbytes  # both caches donated
     assert analysis.temp_size_in_bytes < layer_cache.nbytes / 8
+
+
+def test_a_long_cache_decodes_in_at_most_16_key_blocks_as_the_read_predicts():
+    """Past 8,192 slots decode attention reads cache/16 keys per trip (decode_row.decode_block); the greedy
+    tokens are still the read's top-1 after the prompt and each token before them."""
+    assert [decode_block(s) for s in (27, 4096, 8192, 12288, 49152, 131072)] == [512, 512, 512, 768, 3072, 8192]
+    config, params = tiny(max_position_embeddings=16384, seed=2)
+    prompt = prompts_of((8300,), config.vocab_size, seed=9)[0]  # a 12,288-slot cache: 768-key blocks
+    (got,) = generate(params, config, runtime_of(params), [prompt], 4)
+    ids = np.asarray(prompt + got.tokens, np.int32)
+    positions = np.arange(len(prompt), len(ids))
+    assert got.tokens == read(params, config, ids, positions, ids[positions]).top1.tolist()
 
 
 @pytest.mark.parametrize("prompts,kwargs,message", [
