@@ -20,18 +20,20 @@ DECODE_TRIPS = 16  # the most trips per layer and step over a long cache
 
 def decode_block(slots: int) -> int:
     """Keys per trip of decode attention's loop over a cache of `slots` (a multiple of it): 512, or
-    slots / 16 past 8,192 slots. A trip costs far more than its keys' bytes (on TPU about 16 small
-    fusions of ~1,800 estimated cycles each: scalar index math, the mask, the online-softmax update
-    of a [KV, group] row), so a 131,072-slot cache read in 512-key trips spent its step in trip
-    overhead (jaxeval compile's estimate: 1.09 s per step at batch 8 on v5p-8 against 14 ms of HBM
-    reads); 16 trips bound it, and the last trip reads at most 1/16 of the cache past the position."""
+    slots / 16 past 8,192 slots, so a step runs at most 16 trips per layer; the last trip reads at most
+    1/16 of the cache past the position. A trip costs far more than its keys' bytes: on TPU (jaxeval
+    compile, the 8B at batch 8 over 131,072 slots on v5p-8) 254 trips of 512 keys were estimated at
+    1.09 s per step, 16 trips at 0.42 s, against 14 ms of HBM reads. What is left is the rows' own loop
+    bounds under vmap (each block gathered row by row) and the cache's [.., KV, hd] minor dimensions
+    with 2 KV heads per chip; a loop bound shared by the batch made XLA re-lay the whole cache out
+    every step (32 GiB), so the bounds stay per row."""
     if slots <= DECODE_BLOCK * DECODE_TRIPS or slots % DECODE_TRIPS:
         return DECODE_BLOCK
     return slots // DECODE_TRIPS
 
 
 def decode_row(params, cache_k, cache_v, token, position, rope, *, config, policy=None, keep=None, slot=None,
-               slot_positions=None, span=None):
+               slot_positions=None):
     """One sequence, one token: token (int scalar) at `position`; cache [L, S, KV, hd] holding positions < position.
 
     rope: this row's RopeTables (inv_freq [L, R/2], scale [L]) for a sequence of position + 1 tokens;
@@ -41,15 +43,14 @@ def decode_row(params, cache_k, cache_v, token, position, rope, *, config, polic
     once for the whole batch (a write per layer of a vmapped row compiles to a scatter over the
     whole cache). keep: None, or this row's SnapKV mask [L, S, KV]. A bounded cache
     (jaxeval.engine.bounded_kv): slot, the int slot the K/V go to (default: position), and
-    slot_positions int [L, S, KV], the position each slot holds (this one's included). span: the batch's
-    (lowest, highest) position, unbatched (decode_attention visits the same key blocks for every row).
+    slot_positions int [L, S, KV], the position each slot holds (this one's included).
     Returns (float32 logits [V] of the next token, new keys, new values [L, KV, hd] as the cache
     stores them: QuantKV under int8 / fp8).
     """
     positions = position + jnp.arange(1)
     write_at = position if slot is None else slot
     # a bounded cache is small and every slot is read: one block (jaxeval.engine.bounded_kv)
-    bounded = ({"block_k": decode_block(cache_k.shape[1]), "span": span} if slot_positions is None else
+    bounded = ({"block_k": decode_block(cache_k.shape[1])} if slot_positions is None else
                {"slot_positions": slot_positions, "block_k": cache_k.shape[1]})
 
     def layer(x, xs, stack_config):

@@ -165,8 +165,7 @@ def decode_step(params, cache: KVCache, tokens, positions, keys, temperature, to
     Returns (next tokens int32 [B], positions + 1, cache).
     """
     mesh = runtime.mesh
-    span = (positions.min(), positions.max())  # every row visits the same key blocks (decode_attention)
-    row = functools.partial(decode_row, params, config=config, policy=runtime.kv_cache, span=span)
+    row = functools.partial(decode_row, params, config=config, policy=runtime.kv_cache)
     logits, k_new, v_new = jax.vmap(row)(cache.k, cache.v, tokens, positions, rope, keep=cache.visible())
     k, v = write_step(cache.k, k_new, positions), write_step(cache.v, v_new, positions)
     if suppress is not None:  # the first min_new_tokens steps: end-of-generation ids cannot be chosen

@@ -156,7 +156,7 @@ def _online_init(shape, d, sink=None):
 
 
 def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512, sinks=None,
-                     keep=None, sink_logits=None, slot_positions=None, new_kv=None, span=None):
+                     keep=None, sink_logits=None, slot_positions=None, new_kv=None):
     """One query against one layer of a stacked KV cache, for token-by-token decoding.
 
     q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written;
@@ -173,10 +173,6 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
     there. The batched decode step writes every layer's K/V once after its layer scan, so no
     per-layer write of a vmapped row becomes a scatter over the whole cache; substituting at the
     slot keeps the sums exactly those of a cache written first.
-    span: None, or (lowest, highest) int positions of every row of a vmapped batch, not batched: the
-    blocks visited are those of the span, the same for every row, so the loop's index is not batched
-    and each key block is one slice of the batch's cache (a per-row index lowers to a gather of the
-    block row by row); a row's blocks outside its own range are fully masked and add exactly nothing.
     """
     h, d = q.shape
     s_len, num_kv = cache_k.shape[1], cache_k.shape[2]
@@ -185,9 +181,8 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
         raise ValueError(f"decode attention needs the cache length {s_len} to be a multiple of {bk}")
     rows = q.reshape(num_kv, h // num_kv, d)  # the query heads of each KV group
     if slot_positions is None:
-        low, high = (position, position) if span is None else span
-        first = jnp.where(window > 0, jnp.maximum(low - window + 1, 0), 0) // bk
-        last = high // bk + 1
+        first = jnp.where(window > 0, jnp.maximum(position - window + 1, 0), 0) // bk
+        last = position // bk + 1
     else:  # slots are not in position order: visit them all (a bounded cache is small)
         first, last = 0, s_len // bk
 

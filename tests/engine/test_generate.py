@@ -23,7 +23,7 @@ from jaxeval.models.attention import decode_attention, xla_attention
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import forward_logits
 from jaxeval.models.param_layout import param_shapes
-from jaxeval.models.rope import row_tables
+from jaxeval.models.rope import rope_tables, row_tables
 
 TOKENIZER_DIR = Path(jaxeval.__file__).parent / "assets" / "tiny_llama"
 
@@ -225,6 +225,26 @@ def test_decode_step_never_copies_the_cache(small):
         pytest.skip("this backend reports no memory analysis")
     assert analysis.alias_size_in_bytes >= 2 * layer_cache.nbytes  # both caches donated
     assert analysis.temp_size_in_bytes < layer_cache.nbytes / 8
+
+
+def test_prompt_prefill_writes_in_place_and_never_copies_a_rows_cache():
+    """prefill_rows, for every row at once or one row of four: each layer attends from its own slice of the
+    rows' cache and the chunk's K/V are written after the layer scan, so XLA's temporaries stay well under
+    the cache of the rows it writes (taking a row out whole, as the old one-row prefill did, copied it)."""
+    config, params = tiny(num_hidden_layers=8, max_position_embeddings=16384)
+    rows, s_len = 4, 8192
+    layer_cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
+    rope = rope_tables(config, 1000)
+    for r in (1, rows):
+        compiled = prefill_rows.lower(params, KVCache(layer_cache, layer_cache), jnp.zeros((r, 64), jnp.int32),
+                                      jnp.int32(128), jnp.int32(rows - 1 if r == 1 else 0), rope, config=config,
+                                      runtime=runtime_of(params)).compile()
+        analysis = compiled.memory_analysis()
+        if analysis is None:
+            pytest.skip("this backend reports no memory analysis")
+        assert analysis.alias_size_in_bytes >= 2 * layer_cache.nbytes  # both caches donated
+        written = 2 * layer_cache.nbytes * r // rows  # K and V of the rows the chunk goes to
+        assert analysis.temp_size_in_bytes < written / 2, (r, analysis.temp_size_in_bytes, written)
 
 
 def test_a_long_cache_decodes_in_at_most_16_key_blocks_as_the_read_predicts():
