@@ -30,7 +30,8 @@ def with_row(config, a, dtype, **kw):
     return progs
 
 
-P.decode_programs = with_row
-from jaxeval.cli import main  # noqa: E402
+if __name__ == "__main__":
+    from jaxeval.cli import main
 
-sys.exit(main(["compile"] + sys.argv[1:]))
+    P.decode_programs = with_row
+    sys.exit(main(["compile"] + sys.argv[1:]))
