@@ -13,7 +13,6 @@ import jax.numpy as jnp
 
 import jaxeval.aot.programs as P
 
-P.read_programs = lambda *a, **k: []
 real = P.decode_programs
 
 
@@ -33,5 +32,6 @@ def with_row(config, a, dtype, **kw):
 if __name__ == "__main__":
     from jaxeval.cli import main
 
+    P.read_programs = lambda *a, **k: []
     P.decode_programs = with_row
     sys.exit(main(["compile"] + sys.argv[1:]))
