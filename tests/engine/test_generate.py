@@ -15,7 +15,7 @@ import jaxeval
 from jaxeval.engine.decode_row import decode_block
 from jaxeval.engine.generate import Generation, check_generate_request, generate
 from jaxeval.engine.read import read
-from jaxeval.engine.kv_cache import KVCache, decode_step, prefill_rows
+from jaxeval.engine.kv_cache import KVCache, QuantizedKVCache, decode_step, prefill_rows
 from jaxeval.engine.runtime import Runtime
 from jaxeval.engine.sampling import choose_tokens, prompt_keys, top_p_filter
 from jaxeval.errors import InputTooLongError
@@ -225,6 +225,27 @@ def test_decode_step_never_copies_the_cache(small):
         pytest.skip("this backend reports no memory analysis")
     assert analysis.alias_size_in_bytes >= 2 * layer_cache.nbytes  # both caches donated
     assert analysis.temp_size_in_bytes < layer_cache.nbytes / 8
+
+
+def test_each_run_decodes_from_its_own_cache_kind():
+    """generate picks the cache kind once, from the model and runtime.kv_cache (no other branch on the kind)."""
+    from jaxeval.engine.bounded_kv import SnapKVCache, StreamingCache
+    from jaxeval.engine.generate import cache_type
+    from jaxeval.engine.hybrid_generate import HybridDecodeCache
+    from jaxeval.engine.snapkv import SnapKVMaskCache
+    from jaxeval.models.kv_policy import from_flags
+
+    config, _ = tiny()
+    hybrid_config, _ = tiny("qwen3_5_text", num_hidden_layers=2, head_dim=8, linear_num_key_heads=2,
+                            linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
+                            linear_conv_kernel_dim=4, layer_types=["linear_attention", "full_attention"])
+    kinds = {kind: (cache_type(config, Runtime(kv_cache=from_flags(kind))),
+                    cache_type(config, Runtime(kv_cache=from_flags(kind)), bounded_kv=False))
+             for kind in ("exact", "int8", "fp8", "streaming", "snapkv")}
+    assert kinds == {"exact": (KVCache, KVCache), "int8": (QuantizedKVCache, QuantizedKVCache),
+                     "fp8": (QuantizedKVCache, QuantizedKVCache), "streaming": (StreamingCache, KVCache),
+                     "snapkv": (SnapKVCache, SnapKVMaskCache)}
+    assert cache_type(hybrid_config, Runtime()) is HybridDecodeCache
 
 
 def test_prompt_prefill_writes_in_place_and_never_copies_a_rows_cache():
