@@ -130,10 +130,10 @@ class Model(LanguageModel):
         """
         from jaxeval.engine.generate import generate as engine_generate
 
-        return engine_generate(self._params, self.config, prompts, max_new_tokens, stop=stop, temperature=temperature,
-                               top_p=top_p, seed=seed, tokenizer=self.tokenizer, eos_token_ids=self.eos_token_ids,
-                               stop_token_ids=stop_token_ids, min_new_tokens=min_new_tokens, backend=self.attention,
-                               prefill_chunk_len=self.prefill_chunk, batch_size=batch_size, mesh=self.mesh)
+        return engine_generate(self._params, self.config, self.runtime, prompts, max_new_tokens, stop=stop,
+                               temperature=temperature, top_p=top_p, seed=seed, tokenizer=self.tokenizer,
+                               eos_token_ids=self.eos_token_ids, stop_token_ids=stop_token_ids,
+                               min_new_tokens=min_new_tokens, batch_size=batch_size)
 
 
 def load_model(path: str | Path, dtype: str = CLI.dtype, *, attention: str = CLI.attention,
@@ -200,7 +200,6 @@ def load_model(path: str | Path, dtype: str = CLI.dtype, *, attention: str = CLI
     check_attention(attention, config, dtype)  # backend vs platform, dtype, windows, soft-cap
     policy = check_policy(kv_cache) if isinstance(kv_cache, KVPolicy) else from_flags(kv_cache)
     check_supported(policy, config, mesh, attention)
-    config = dataclasses.replace(config, kv_cache=policy)
     kv_label = policy.label if policy else None
     targets = None
     if mesh is not None:

@@ -40,6 +40,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import jaxeval
+    from jaxeval.engine import bounded_kv, kv_cache
     from jaxeval.engine import generate as generate_module
     from jaxeval.engine.bounded_kv import cache_bytes
     from jaxeval.models.kv_policy import from_flags
@@ -53,29 +54,27 @@ def main(argv=None) -> int:
     prompt = np.asarray(model.tokenizer(text).input_ids[: args.tokens], np.int32)
 
     seen = {}
-    real = {name: getattr(generate_module, name) for name in ("decode_step", "decode_step_bounded")}
+    modules = {"decode_step": kv_cache, "decode_step_bounded": bounded_kv}  # where each kind's step calls it
+    real = {name: getattr(module, name) for name, module in modules.items()}
 
     def spy(name):
-        def call(params, *cache_and_rest, **kwargs):
-            split = 1 if name == "decode_step_bounded" else 2  # (cache, tokens, ...) or (cache_k, cache_v, tokens, ...)
-            cache, tokens = cache_and_rest[:split], cache_and_rest[split]
+        def call(params, cache, tokens, *rest, **kwargs):
             seen[name] = cache_bytes(cache) // tokens.shape[0]
-            return real[name](params, *cache_and_rest, **kwargs)
+            return real[name](params, cache, tokens, *rest, **kwargs)
         return call
 
-    for name in real:
-        setattr(generate_module, name, spy(name))
+    for name, module in modules.items():
+        setattr(module, name, spy(name))
     figures = {"model": str(model_path), "prompt_tokens": int(prompt.size), "new_tokens": args.new_tokens,
                "dtype": "float32", "jax": jax.__version__, "policies": {}}
     for label, flags in POLICIES.items():
         policy = from_flags(flags["kv_cache"], **{k[3:]: v for k, v in flags.items() if k != "kv_cache"})
-        config = dataclasses.replace(model.config, kv_cache=policy)
+        runtime = dataclasses.replace(model.runtime, kv_cache=policy)
         outputs, seconds = {}, {}
         for bounded in (True, False):
             seen.clear()
             start = time.perf_counter()
-            (out,) = generate_module.generate(model._params, config, [prompt], args.new_tokens,
-                                              backend=model.attention, prefill_chunk_len=model.prefill_chunk,
+            (out,) = generate_module.generate(model._params, model.config, runtime, [prompt], args.new_tokens,
                                               eos_token_ids=[], bounded_kv=bounded)
             seconds[bounded] = round(time.perf_counter() - start, 1)
             outputs[bounded] = (out.tokens, seen.get("decode_step_bounded" if bounded else "decode_step"))

@@ -34,13 +34,19 @@ def load_package(folder: Path | None):
         sys.path.insert(0, str(folder))
     try:
         from jaxeval.bench.shapes import SHAPES
-        from jaxeval.engine.generate import decode_step
+        try:  # the cache types (jaxeval.engine.kv_cache) and the Runtime static; before them, engine.generate's step
+            from jaxeval.engine.kv_cache import KVCache, QuantizedKVCache, decode_step
+            from jaxeval.engine.runtime import Runtime
+            kinds = {"exact": KVCache, "quantized": QuantizedKVCache, "Runtime": Runtime}
+        except ImportError:
+            from jaxeval.engine.generate import decode_step
+            kinds = None
         from jaxeval.engine.sampling import prompt_keys
         from jaxeval.models.config import config_from_hf
         from jaxeval.models.kv_policy import from_flags, new_kv_cache
         from jaxeval.models.param_layout import param_shapes
         from jaxeval.models.rope import RopeTables, row_tables
-        return dict(SHAPES=SHAPES, decode_step=decode_step, prompt_keys=prompt_keys, config_from_hf=config_from_hf,
+        return dict(SHAPES=SHAPES, decode_step=decode_step, kinds=kinds, prompt_keys=prompt_keys, config_from_hf=config_from_hf,
                     from_flags=from_flags, new_kv_cache=new_kv_cache, param_shapes=param_shapes,
                     RopeTables=RopeTables, row_tables=row_tables)
     finally:
@@ -60,7 +66,8 @@ def make_step(pkg, shape: str, kind: str, rows: int, slots: int, position: int):
     import jax.numpy as jnp
     config = pkg["config_from_hf"](pkg["SHAPES"][shape][0])
     policy = pkg["from_flags"](None if kind == "exact" else kind)
-    config = dataclasses.replace(config, kv_cache=policy)
+    if pkg["kinds"] is None:  # a revision whose config carried the policy
+        config = dataclasses.replace(config, kv_cache=policy)
     rng = np.random.default_rng(0)
     shapes = pkg["param_shapes"](config)
     params = jax.tree.map(lambda s: jnp.asarray(0.05 * rng.standard_normal(s), jnp.float32), shapes,
@@ -72,14 +79,23 @@ def make_step(pkg, shape: str, kind: str, rows: int, slots: int, position: int):
     positions = jnp.full(rows, position, jnp.int32)
     keys = pkg["prompt_keys"](np.uint32(0), jnp.arange(rows, dtype=jnp.int32))
     rope = pkg["RopeTables"](*(jnp.asarray(t) for t in pkg["row_tables"](config, [position + 1] * rows)))
+    kinds = pkg["kinds"]
+    if kinds is not None:
+        cache = kinds["quantized" if policy is not None and policy.quantized else "exact"](*cache)
+        runtime = kinds["Runtime"](dtype="float32", kv_cache=policy)
     state = {"cache": cache}
 
     def run() -> tuple[float, float]:
         wall, cpu = time.perf_counter(), time.process_time()
-        chosen, _, k, v = pkg["decode_step"](params, *state["cache"], tokens, positions, keys, jnp.float32(0),
-                                             jnp.float32(1), rope, config=config)
+        if kinds is None:
+            chosen, _, k, v = pkg["decode_step"](params, *state["cache"], tokens, positions, keys, jnp.float32(0),
+                                                 jnp.float32(1), rope, config=config)
+            state["cache"] = [k, v]
+        else:
+            chosen, _, state["cache"] = pkg["decode_step"](params, state["cache"], tokens, positions, keys,
+                                                           jnp.float32(0), jnp.float32(1), rope, config=config,
+                                                           runtime=runtime)
         chosen.block_until_ready()
-        state["cache"] = [k, v]
         return time.perf_counter() - wall, time.process_time() - cpu
 
     run()  # compile

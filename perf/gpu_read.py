@@ -81,13 +81,15 @@ def measure_generate(params, config, batch: int, prompt_tokens: int, new_tokens:
     import numpy as np
 
     from jaxeval.engine.generate import generate
+    from jaxeval.engine.runtime import Runtime
 
     rng = np.random.RandomState(batch)
     prompts = [rng.randint(0, config.vocab_size, size=prompt_tokens).tolist() for _ in range(batch)]
     times = []
     for _ in range(2):  # the first call compiles
         t0 = time.perf_counter()
-        out = generate(params, config, prompts, new_tokens, eos_token_ids=[], backend=attention, batch_size=batch)
+        runtime = Runtime(attention=attention, dtype=params["embed"].dtype.name)
+        out = generate(params, config, runtime, prompts, new_tokens, eos_token_ids=[], batch_size=batch)
         times.append(time.perf_counter() - t0)
     made = sum(len(o.tokens) for o in out)
     return {"batch": batch, "prompt_tokens": prompt_tokens, "new_tokens": new_tokens, "attention": attention,

@@ -182,7 +182,6 @@ def _positive(text, flag) -> int:
 
 
 def _config(args):
-    import dataclasses
     from pathlib import Path
 
     from jaxeval.aot.shapes import named_config
@@ -195,8 +194,8 @@ def _config(args):
         if not (folder / "config.json").is_file():
             raise ConfigError(f"--model {args.model!r}: not a named shape and no config.json there")
         config = load_hf_config(folder)
-    policy = from_flags(None if args.kv_cache == "exact" else args.kv_cache)
-    return dataclasses.replace(config, kv_cache=policy)
+    from_flags(None if args.kv_cache == "exact" else args.kv_cache)  # checked here; _programs passes it on
+    return config
 
 
 def _mesh_candidates(spec, t, config) -> list:
@@ -223,14 +222,16 @@ def _mesh_candidates(spec, t, config) -> list:
 
 def _programs(config, abstract, dtype, args, w, backend):
     from jaxeval.aot.programs import decode_programs, read_programs
+    from jaxeval.models.kv_policy import from_flags
 
+    policy = from_flags(None if args.kv_cache == "exact" else args.kv_cache)  # the run's Runtime.kv_cache
     progs = []
     if w.read:
         progs += read_programs(config, abstract, dtype, tokens=w.tokens, rows=w.rows, read_positions=w.read_positions,
-                               prefill_chunk=args.prefill_chunk, backend=backend)
+                               prefill_chunk=args.prefill_chunk, backend=backend, kv_cache=policy)
     if w.new_tokens > 0:
         progs += decode_programs(config, abstract, dtype, prompt=w.tokens, new_tokens=w.new_tokens, rows=w.rows,
-                                 prefill_chunk=args.prefill_chunk, backend=backend)
+                                 prefill_chunk=args.prefill_chunk, backend=backend, kv_cache=policy)
     return progs
 
 

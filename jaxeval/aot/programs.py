@@ -26,7 +26,6 @@ from jaxeval.models.param_layout import param_axes, param_shapes
 from jaxeval.models.sharding import DECODE_CACHE, READ_CACHE, param_shardings, sharding
 
 
-DECODE_BLOCK = 512  # decode_attention's key block: its loop runs position / 512 times (a traced bound)
 
 
 @dataclasses.dataclass
@@ -83,13 +82,13 @@ def shard_bytes(tree) -> int:
     return total
 
 
-def _cache(config, place, rows, length, dtype, names, hybrid_rows_first):
+def _cache(config, place, rows, length, dtype, names, hybrid_rows_first, kv_cache=None):
     if is_hybrid(config):
         from jaxeval.models import hybrid
 
         return hybrid.new_cache(config, rows, length, dtype, make=lambda a, axes: place(a.shape, a.dtype, axes))
     layout = (rows, config.num_layers) if hybrid_rows_first else (config.num_layers, rows)
-    return tuple(new_kv_cache(config.kv_cache, (*layout, length, config.num_kv_heads, width), dtype,
+    return tuple(new_kv_cache(kv_cache, (*layout, length, config.num_kv_heads, width), dtype,
                               lambda s, d: place(s, d, names))
                  for width in (config.head_dim, config.value_dim))
 
@@ -101,9 +100,9 @@ def _rope(config, a: Abstract, seq_len):
 
 
 def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_positions: int, prefill_chunk: int,
-                  backend: str) -> list[Program]:
+                  backend: str, kv_cache=None) -> list[Program]:
     """The programs of reading `rows` sequences of `tokens` inputs together (jaxeval.engine.read.
-    read_rows; read() is one row), with read_positions LM-head rows each."""
+    read_rows; read() is one row), with read_positions LM-head rows each; kv_cache: the run's KV-cache policy."""
     from jaxeval.plan.flops import read_flops
     from jaxeval.engine.read import gather_rows, prefill_chunk as prefill, prefill_hybrid_chunk, read_head
 
@@ -112,11 +111,12 @@ def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_po
     k_pad = count_bucket(read_positions)
     chunks = -(-tokens // chunk)
     params = a.params(config, dtype)
-    cache = _cache(config, a.place, rows, bucket, dtype, READ_CACHE, False)
+    cache = _cache(config, a.place, rows, bucket, dtype, READ_CACHE, False, kv_cache)
     rope = _rope(config, a, tokens + 1)
     ids = a.place((rows, chunk), jnp.int32)
     start = a.place((), jnp.int32)
-    runtime = Runtime(attention=backend, prefill_chunk=prefill_chunk, dtype=jnp.dtype(dtype).name, mesh=a.mesh)
+    runtime = Runtime(attention=backend, prefill_chunk=prefill_chunk, dtype=jnp.dtype(dtype).name, mesh=a.mesh,
+                      kv_cache=kv_cache)
     static = dict(config=config, runtime=runtime)
     holds = {"weights": shard_bytes(params), "kv_cache": shard_bytes(cache)}
     whole = read_flops(config, chunks * chunk, 0)
@@ -156,13 +156,15 @@ def read_programs(config, a: Abstract, dtype, *, tokens: int, rows: int, read_po
 
 
 def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int, rows: int, prefill_chunk: int,
-                    backend: str) -> list[Program]:
+                    backend: str, kv_cache=None) -> list[Program]:
     """The programs of generating new_tokens after `rows` prompts of `prompt` tokens: the prompt's
-    prefill (one row at a time into the batch cache on a mesh, as jaxeval.engine.generate._prefill)
-    and the decode step at the cache bucket."""
+    prefill (every row's chunk at once on one chip, one row at a time into the batch cache on a mesh,
+    as jaxeval.engine.kv_cache.write_prompts) and the decode step at the cache bucket."""
     from jaxeval.plan.flops import read_flops
-    from jaxeval.engine.generate import decode_step, prefill_row, prefill_rows
+    from jaxeval.engine.decode_row import DECODE_BLOCK, decode_block
     from jaxeval.engine.hybrid_generate import decode_hybrid_step, prefill_hybrid_row
+    from jaxeval.engine.kv_cache import KVCache, QuantizedKVCache, decode_step, prefill_rows
+    from jaxeval.engine.runtime import Runtime
     from jaxeval.engine.sampling import prompt_keys
     from jaxeval.models.rope import RopeTables, row_tables
 
@@ -172,7 +174,11 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
         chunk //= 2
     params = a.params(config, dtype)
     hybrid_model = is_hybrid(config)
-    cache = _cache(config, a.place, rows, cache_len, dtype, DECODE_CACHE, True)
+    cache = _cache(config, a.place, rows, cache_len, dtype, DECODE_CACHE, True, kv_cache)
+    runtime = Runtime(attention=backend, prefill_chunk=prefill_chunk, dtype=jnp.dtype(dtype).name, mesh=a.mesh,
+                      kv_cache=kv_cache)
+    if not hybrid_model:  # the cache kind generate decodes from (streaming / snapkv: their masked form)
+        cache = (QuantizedKVCache if kv_cache is not None and kv_cache.quantized else KVCache)(*cache)
     holds = {"weights": shard_bytes(params), "kv_cache": shard_bytes(cache)}
     start, row = a.place((), jnp.int32), a.place((), jnp.int32)
     rope = _rope(config, a, prompt)
@@ -183,17 +189,17 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
     if hybrid_model:
         fill = Program(f"prefill_hybrid_row[chunk={chunk},{tag}]", prefill_hybrid_row,
                        (params, cache, a.place((1, chunk), jnp.int32), start, row, a.place((), jnp.int32), rope),
-                       dict(config=config, backend=backend, mesh=a.mesh), per_chunk, per_chunk, holds=holds,
+                       dict(config=config, runtime=runtime), per_chunk, per_chunk, holds=holds,
                        calls=chunks * rows)
-    elif a.mesh is None and rows > 1:
+    elif (a.mesh is None or a.mesh.shape["context"] == 1) and rows > 1:
         fill = Program(f"prefill_rows[chunk={chunk},{tag}]", prefill_rows,
-                       (params, *cache, a.place((rows, chunk), jnp.int32), start, rope),
-                       dict(config=config, backend=backend), rows * per_chunk, rows * per_chunk, holds=holds,
+                       (params, cache, a.place((rows, chunk), jnp.int32), start, row, rope),
+                       dict(config=config, runtime=runtime), rows * per_chunk, rows * per_chunk, holds=holds,
                        calls=chunks)
     else:
-        fill = Program(f"prefill_row[chunk={chunk},{tag}]", prefill_row,
-                       (params, *cache, a.place((1, chunk), jnp.int32), start, row, rope),
-                       dict(config=config, backend=backend, mesh=a.mesh), per_chunk, per_chunk, holds=holds,
+        fill = Program(f"prefill_row[chunk={chunk},{tag}]", prefill_rows,
+                       (params, cache, a.place((1, chunk), jnp.int32), start, row, rope),
+                       dict(config=config, runtime=runtime), per_chunk, per_chunk, holds=holds,
                        calls=chunks * rows)
     fill_rows = rows if fill.name.startswith("prefill_rows") else 1
     fill.grouped_flops = routed_flops(config, fill_rows * chunk)
@@ -212,14 +218,14 @@ def decode_programs(config, a: Abstract, dtype, *, prompt: int, new_tokens: int,
     keys = a.place(keys.shape, keys.dtype)
     if hybrid_model:
         step = Program(f"decode_hybrid_step[{tag}]", decode_hybrid_step,
-                       (params, cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, mesh=a.mesh),
+                       (params, cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, runtime=runtime),
                        trunk_head + attention, trunk_head, holds=holds, calls=new_tokens,
-                       dynamic_trips=-(-prompt // DECODE_BLOCK))
+                       dynamic_trips=-(-prompt // DECODE_BLOCK))  # hybrid.decode_row: 512-key trips
     else:
         step = Program(f"decode_step[{tag}]", decode_step,
-                       (params, *cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, mesh=a.mesh),
+                       (params, cache, vec, vec, keys, scalar, scalar, step_rope), dict(config=config, runtime=runtime),
                        trunk_head + attention, trunk_head, holds=holds, calls=new_tokens,
-                       dynamic_trips=-(-prompt // DECODE_BLOCK))
+                       dynamic_trips=-(-prompt // decode_block(cache_len)))  # the key-block trips to the prompt
     step.grouped_flops = routed_flops(config, rows)
     return [fill, step]
 

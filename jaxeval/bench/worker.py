@@ -99,8 +99,8 @@ class JaxevalSide:
         prompts = [random_ids(prompt_tokens, self.model.config.vocab_size, seed=1 + row) for row in range(batch)]
 
         def run():
-            out = generate(self.model._params, self.model.config, prompts, new_tokens, eos_token_ids=(),
-                           backend=self.model.attention, prefill_chunk_len=self.model.prefill_chunk, batch_size=batch)
+            out = generate(self.model._params, self.model.config, self.model.runtime, prompts, new_tokens,
+                           eos_token_ids=(), batch_size=batch)
             return {"new_tokens": sum(len(g.tokens) for g in out), "first_row": out[0].tokens}
 
         return self._timed(run) | {"jit_cache_sizes": self.jit_cache_sizes()}

@@ -30,7 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxeval.engine.decode_row import decode_row, write_step
+from jaxeval.engine.kv_cache import KVCache, decode_step, write_prompts
 from jaxeval.engine.sampling import choose_tokens
+from jaxeval.engine.snapkv import snapkv_masks
 from jaxeval.models.config import ModelConfig
 
 EMPTY_SLOT = 2 ** 30  # the position of a slot holding nothing: later than any query, so never seen
@@ -48,27 +50,15 @@ class BoundedLayout:
         return max(self.slots - self.sinks, 1)
 
 
-def uses_bounded_cache(config: ModelConfig) -> bool:
-    policy = getattr(config, "kv_cache", None)
-    return policy is not None and policy.kind in ("streaming", "snapkv")
-
-
-def bounded_layout(config: ModelConfig, cache_len: int, longest_prompt: int, max_new_tokens: int) -> BoundedLayout:
+def bounded_layout(config: ModelConfig, policy, cache_len: int, longest_prompt: int,
+                   max_new_tokens: int) -> BoundedLayout:
     """The bounded cache of a batch whose exact cache would hold cache_len slots."""
-    policy = config.kv_cache
     sliding = max([w for w in config.layer_windows if w > 0], default=0)
     if policy.kind == "streaming":
         slots = min(policy.sinks + max(policy.window, sliding), cache_len)
         return BoundedLayout("streaming", slots, slots, policy.sinks)
     prompt_slots = min(max(policy.budget, sliding), longest_prompt)
     return BoundedLayout("snapkv", prompt_slots + max_new_tokens - 1, prompt_slots)
-
-
-def new_bounded_cache(layout: BoundedLayout, rows: int, config: ModelConfig, dtype):
-    """(k, v [B, L, N, KV, hd] zeros, slot positions int32 [B, L, N, KV] all EMPTY_SLOT)."""
-    shape = (rows, config.num_layers, layout.slots, config.num_kv_heads)
-    k, v = (jnp.zeros(shape + (config.head_dim,), dtype) for _ in range(2))
-    return k, v, jnp.full(shape, EMPTY_SLOT, jnp.int32)
 
 
 def cache_bytes(cache) -> int:
@@ -104,39 +94,102 @@ def _source_positions(layout: BoundedLayout, config: ModelConfig, keep, length, 
     return order, jnp.take_along_axis(select, order, axis=1)
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "config"), donate_argnums=(0,))
-def compact_row(cache, row_k, row_v, keep, length, row, *, layout: BoundedLayout, config: ModelConfig):
-    """The bounded cache (k, v, slot positions) with row `row` filled from a full one-row cache.
+@functools.partial(jax.jit, static_argnames=("config",), donate_argnums=(0,))
+def compact_row(cache, row_k, row_v, keep, length, row, *, config: ModelConfig):
+    """The bounded cache with row `row` filled from a full one-row cache.
 
     row_k, row_v [1, L, S, KV, hd] holding positions 0 .. length - 1; keep: snapkv's bool [1, L, S, KV]
     (None: the prompt fits, everything is kept) or None for streaming."""
+    layout = cache.layout
     src, valid = _source_positions(layout, config, keep, length, row_k.shape[2])
     gathered = [jnp.take_along_axis(full[0], src[..., None], axis=1) for full in (row_k, row_v)]  # [L, P, KV, hd]
     positions = jnp.where(valid, src, EMPTY_SLOT).astype(jnp.int32)
-    k, v, slot_pos = cache
-    k, v = (jax.lax.dynamic_update_slice(c, g[None].astype(c.dtype), (row, 0, 0, 0, 0)) for c, g in ((k, gathered[0]),
-                                                                                                    (v, gathered[1])))
-    return k, v, jax.lax.dynamic_update_slice(slot_pos, positions[None], (row, 0, 0, 0))
+    k, v = (jax.lax.dynamic_update_slice(c, g[None].astype(c.dtype), (row, 0, 0, 0, 0))
+            for c, g in ((cache.k, gathered[0]), (cache.v, gathered[1])))
+    return dataclasses.replace(cache, k=k, v=v,
+                               slot_pos=jax.lax.dynamic_update_slice(cache.slot_pos, positions[None], (row, 0, 0, 0)))
 
 
-@functools.partial(jax.jit, static_argnames=("layout", "config"), donate_argnums=(1,))
-def decode_step_bounded(params, cache, tokens, positions, offsets, keys, temperature, top_p, rope, suppress=None, *,
-                        layout: BoundedLayout, config: ModelConfig):
-    """generate's decode_step on a bounded cache (k, v, slot positions), donated and updated in place.
+@functools.partial(jax.jit, static_argnames=("config", "runtime"), donate_argnums=(1,))
+def decode_step_bounded(params, cache, tokens, positions, keys, temperature, top_p, rope, suppress=None, *,
+                        config: ModelConfig, runtime):
+    """kv_cache.decode_step on a bounded cache (k, v, slot positions), donated and updated in place.
 
-    offsets int [B]: snapkv's prompt length - K per row (write_slot). Returns (next tokens int32 [B],
-    positions + 1, cache)."""
-
-    k, v, slot_pos = cache
-    slots = jax.vmap(functools.partial(write_slot, layout))(positions, offsets)
-    now = jnp.broadcast_to(positions[:, None, None], slot_pos.shape[:2] + slot_pos.shape[3:])  # [B, L, KV]
-    slot_pos = write_step(slot_pos, now, slots)  # before the rows read it: read after, XLA copies it to write it
+    Returns (next tokens int32 [B], positions + 1, cache)."""
+    slots = jax.vmap(functools.partial(write_slot, cache.layout))(positions, cache.offsets)
+    now = jnp.broadcast_to(positions[:, None, None], cache.slot_pos.shape[:2] + cache.slot_pos.shape[3:])  # [B, L, KV]
+    slot_pos = write_step(cache.slot_pos, now, slots)  # before the rows read it: read after, XLA copies it to write it
 
     def row(k, v, slot_pos, token, position, slot, row_rope):
-        return decode_row(params, k, v, token, position, row_rope, config, slot=slot, slot_positions=slot_pos)
+        return decode_row(params, k, v, token, position, row_rope, config=config, policy=runtime.kv_cache, slot=slot,
+                          slot_positions=slot_pos)
 
-    logits, k_new, v_new = jax.vmap(row)(k, v, slot_pos, tokens, positions, slots, rope)
-    k, v = write_step(k, k_new, slots), write_step(v, v_new, slots)
+    logits, k_new, v_new = jax.vmap(row)(cache.k, cache.v, slot_pos, tokens, positions, slots, rope)
+    k, v = write_step(cache.k, k_new, slots), write_step(cache.v, v_new, slots)
     if suppress is not None:
         logits = logits + suppress
-    return choose_tokens(logits, keys, positions, temperature, top_p), positions + 1, (k, v, slot_pos)
+    return (choose_tokens(logits, keys, positions, temperature, top_p), positions + 1,
+            dataclasses.replace(cache, k=k, v=v, slot_pos=slot_pos))
+
+
+@dataclasses.dataclass
+class BoundedCache:
+    """k, v [B, L, N, KV, hd], slot positions int32 [B, L, N, KV] (EMPTY_SLOT: none), offsets int32 [B]
+    (snapkv's prompt length - K per row: write_slot) and the layout (static)."""
+
+    k: object
+    v: object
+    slot_pos: object
+    offsets: object
+    layout: BoundedLayout
+
+    @classmethod
+    def init(cls, config, runtime, batch):
+        layout = bounded_layout(config, runtime.kv_cache, batch.cache_len, batch.longest, batch.max_new_tokens)
+        shape = (batch.rows, config.num_layers, layout.slots, config.num_kv_heads)
+        k, v = (jnp.zeros(shape + (config.head_dim,), runtime.jnp_dtype) for _ in range(2))
+        return cls(k, v, jnp.full(shape, EMPTY_SLOT, jnp.int32), jnp.asarray(batch.lengths - layout.prompt_slots),
+                   layout)
+
+    def votes(self, params, config, runtime, row: KVCache, prompt):
+        """The one-row keep mask the compaction follows (None: the recent positions)."""
+        return None
+
+    def prefill(self, params, config, runtime, batch):
+        """Each prompt prefilled alone into a full one-row cache, its first token decoded from the whole
+        prompt (as in the masked form), then the row compacted into this cache."""
+        cache, first = self, []
+        prompts = list(batch.prompts) + [np.zeros(1, np.int32)] * (batch.rows - len(batch.prompts))
+        keys, temperature, top_p, _, bias = batch.sampling(0)
+        for r, prompt in enumerate(prompts):
+            full = write_prompts(params, config, runtime, KVCache.zeros(config, runtime, 1, batch.cache_len),
+                                 [prompt], batch.chunk, 1)
+            keep = self.votes(params, config, runtime, full, prompt)
+            size = np.array([prompt.size], np.int32)
+            chosen, _, full = decode_step(params, full, jnp.asarray(prompt[-1:]), jnp.asarray(size - 1),
+                                          keys[r:r + 1], temperature, top_p, batch.rope(size), bias, config=config,
+                                          runtime=runtime)
+            cache = compact_row(cache, full.k, full.v, keep, jnp.int32(prompt.size), jnp.int32(r), config=config)
+            first.append(chosen)
+        return jnp.concatenate(first), jnp.asarray(batch.lengths), cache
+
+    def step(self, params, config, runtime, batch, tokens, positions, fed: int):
+        return decode_step_bounded(params, self, tokens, positions, *batch.sampling(fed), config=config,
+                                   runtime=runtime)
+
+
+@dataclasses.dataclass
+class StreamingCache(BoundedCache):
+    """StreamingLLM's bounded cache: the sinks and a ring of the last positions."""
+
+
+@dataclasses.dataclass
+class SnapKVCache(BoundedCache):
+    """SnapKV's bounded cache: the prompt positions the observation window votes for, then the new tokens."""
+
+    def votes(self, params, config, runtime, row: KVCache, prompt):
+        return snapkv_masks(params, config, runtime, row, [prompt])
+
+
+for _kind in (BoundedCache, StreamingCache, SnapKVCache):
+    jax.tree_util.register_dataclass(_kind, data_fields=["k", "v", "slot_pos", "offsets"], meta_fields=["layout"])

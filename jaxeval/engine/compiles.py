@@ -5,7 +5,9 @@ from __future__ import annotations
 
 ENTRY_POINTS = {
     "jaxeval.engine.read": ("prefill_chunk", "prefill_hybrid_chunk", "gather_rows", "read_head"),
-    "jaxeval.engine.generate": ("prefill_row", "prefill_rows", "decode_step"),
+    "jaxeval.engine.kv_cache": ("prefill_rows", "decode_step"),
+    "jaxeval.engine.bounded_kv": ("compact_row", "decode_step_bounded"),
+    "jaxeval.engine.hybrid_generate": ("prefill_hybrid_row", "decode_hybrid_step"),
 }
 
 

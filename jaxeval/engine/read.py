@@ -61,7 +61,7 @@ def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, rope, *, config, r
     c = chunk_ids.shape[1]
     x = embed_tokens(params, config, chunk_ids)
     x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start,
-                                   runtime.attention, mesh, rope=rope)
+                                   runtime.attention, mesh, rope=rope, policy=runtime.kv_cache)
     # on a mesh each sequence shard of the cache writes its own part of the chunk
     cache_k, cache_v = (jax.tree.map(lambda c, n: write_chunk(c, n, start, mesh, READ_CACHE), cache, new)
                         for cache, new in ((cache_k, k_new), (cache_v, v_new)))  # leaf by leaf: QuantKV codes, scales
@@ -93,7 +93,7 @@ def prefill_hybrid_chunk(params, cache, chunk_ids, start, rope, *, config, runti
 def new_read_cache(config: ModelConfig, runtime: Runtime, bucket: int, rows: int = 1):
     """The cache a read carries from chunk to chunk: (k, v) [L, rows, bucket, KV, hd] (under an int8 /
     fp8 policy, runtime.kv_cache, QuantKV codes and scales), or a hybrid's HybridCache."""
-    check_read(runtime)  # every read path starts here; SnapKV is for generation only
+    check_read(runtime.kv_cache)  # every read path starts here; SnapKV is for generation only
     dtype, mesh = runtime.jnp_dtype, runtime.mesh
     if is_hybrid(config):
         check_hybrid_mesh(config, mesh)

@@ -84,8 +84,6 @@ class ModelConfig:
     rotary_dim: int = 0  # leading dims of each head that rotate (partial_rotary_factor); 0: all of head_dim
     rope_interleaved: bool = False  # pairs (2i, 2i + 1) rotate together (GLM) instead of (i, i + R/2)
     no_rope_layers: tuple[int, ...] = ()  # layers without positional rotation (NoPE)
-    # a run setting, not config.json's: the KV-cache policy (jaxeval.models.kv_policy.KVPolicy; None: exact)
-    kv_cache: Any = None
     # hybrids (Qwen3.5): the Gated DeltaNet sizes of the LINEAR layers, and full attention whose output is
     # multiplied by sigmoid(gate), the gate a second query projection
     linear_attention: GDNDims | None = None
@@ -155,6 +153,7 @@ class ModelConfig:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ModelConfig:
         d = dict(d)
+        d.pop("kv_cache", None)  # a run setting (jaxeval.engine.runtime.Runtime) that configs saved before held
         d["rope"], d["rope_local"] = (RopeConfig(**{**r, "short_factor": tuple(r.get("short_factor", ())),
                                                     "long_factor": tuple(r.get("long_factor", ()))})
                                       for r in (d["rope"], d["rope_local"]))

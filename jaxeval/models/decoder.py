@@ -180,7 +180,7 @@ def output_gate(lp, c: ModelConfig, x):
 
 
 def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, start=0, backend="xla",
-                  mesh=None, cache_sharded=True):
+                  mesh=None, cache_sharded=True, policy=None):
     """One decoder layer. x [B, T, D]; positions int [T] (absolute); rope: see attention_inputs;
     window int scalar (0 = none).
 
@@ -191,11 +191,11 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
     over `context` along the sequence (the read cache) rather than whole (generate's).
     Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd] in natural token order (under an
     int8 / fp8 KV cache, their QuantKV codes and scales: what the cache stores).
+    policy: the run's KV-cache policy (jaxeval.models.kv_policy.KVPolicy, Runtime.kv_cache); None: exact.
     """
     with jax.named_scope("attention"):  # profiles name each block's parts (jax.profiler, XLA dumps)
         q, k, v = attention_inputs(lp, c, x, positions, rope)
         latent = c.mla is not None  # the values are the keys; the value cache is empty (see attention_inputs)
-        policy = getattr(c, "kv_cache", None)  # jaxeval.models.kv_policy; None: the exact cache
         k, v = stored_kv(policy, k), stored_kv(policy, v)  # an int8 / fp8 cache: the chunk's codes, before it attends
         attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
         if mesh is not None:  # (KV-cache policies are refused on a mesh at load)
@@ -226,14 +226,14 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
 
 
 def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla", mesh=None,
-               cache_sharded=True, rope: RopeTables | None = None):
+               cache_sharded=True, rope: RopeTables | None = None, policy=None):
     """Scan the stacked layers, stack by stack (jaxeval.models.layer_stacks). cache: (k, v) [L, B, S, KV, hd]
     or None.
 
     rope: RopeTables (inv_freq [L, R/2], scale [L]) for the sequence being read, computed on the
     host (jaxeval.models.rope.rope_tables); None: the tables of a sequence of x's length.
     On a mesh with context > 1 the chunk runs in striped token order (see jaxeval.models.context);
-    cache_sharded: see layer_forward.
+    cache_sharded, policy: see layer_forward.
     Returns (x [B, T, D], (k_new, v_new) [L, B, T, KV, hd]), all in natural token order.
     """
     if rope is None:
@@ -250,7 +250,7 @@ def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backen
         def body(x, xs):
             lp, inv_freq, scale, window, layer_cache = xs
             return layer_forward(lp, stack.config, x, positions, (inv_freq, scale), window, layer_cache, start,
-                                 backend, mesh, cache_sharded)
+                                 backend, mesh, cache_sharded, policy)
 
         rows = (lambda a: a) if stack.count == c.num_layers else (lambda a: a[stack.rows])
         stack_cache = None if cache is None else jax.tree.map(rows, cache)

@@ -1,7 +1,7 @@
 """KV-cache policies: what a read or a generation keeps of its keys and values (the exact cache: none).
 
-A policy is a model setting (load_model(kv_cache=...), `--kv_cache`), carried as
-ModelConfig.kv_cache so every jitted step sees it as static data; it is recorded in the results
+A policy is a run setting (load_model(kv_cache=...), `--kv_cache`), carried as
+Runtime.kv_cache (jaxeval.engine.runtime) so every jitted step sees it as static data; it is recorded in the results
 (model.kv_cache, its label) and folded into the model fingerprint, hence into the run name.
 
 - int8 / fp8: keys and values are stored as codes with one float32 scale per token and KV head
@@ -139,9 +139,8 @@ def check_supported(policy: KVPolicy | None, config, mesh, attention: str) -> No
                           f"use {' or '.join(MASK_BACKENDS)}")
 
 
-def check_read(config) -> None:
+def check_read(policy: KVPolicy | None) -> None:
     """Teacher-forced reads have no prompt to compress before generating: SnapKV is refused there."""
-    policy = getattr(config, "kv_cache", None)
     if policy is not None and policy.kind == "snapkv":
         raise ConfigError(f"kv_cache={policy.label} compresses a prompt's cache before generation; teacher-forced "
                           "reads (log-prob tasks such as agent_bench) cannot use it: use exact, int8, fp8 or "

@@ -136,7 +136,7 @@ def cache_lengths(recorder) -> tuple[int, tuple[int, int]]:
 
 
 def _rows(n: int) -> int:
-    from jaxeval.engine.generate import batch_bucket
+    from jaxeval.engine.decode_cache import batch_bucket
 
     return batch_bucket(n)
 

@@ -152,13 +152,13 @@ def read_families(root: str, spec: str) -> dict:
 def bad_inputs(folder: str) -> dict:
     """Each user error on 8 devices -> its message; asserts that nothing was compiled first."""
     from jaxeval.api import load_model
-    from jaxeval.engine import generate, read
+    from jaxeval.engine import kv_cache, read
     from jaxeval.errors import JaxevalError
 
     six_heads = Path(folder).parent / "six_heads"  # config only: the mesh is refused before weights are read
     six_heads.mkdir(exist_ok=True)
     (six_heads / "config.json").write_text(json.dumps(LLAMA | {"num_attention_heads": 6}))
-    jitted = (read.prefill_chunk, read.read_head, generate.prefill_row, generate.decode_step)
+    jitted = (read.prefill_chunk, read.read_head, kv_cache.prefill_rows, kv_cache.decode_step)
     before = [f._cache_size() for f in jitted]
     errors = {}
 

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxeval.engine import bounded_kv, generate as generate_module
+from jaxeval.engine import bounded_kv, kv_cache
 from jaxeval.engine.generate import generate
 from jaxeval.models.config import FULL, SLIDING
 from jaxeval.models.kv_policy import KVPolicy
@@ -29,15 +29,15 @@ def captured(monkeypatch):
     """A list of (logits [B, V], positions [B]) per sampling call, in dispatch order; the decode steps'
     jit caches are cleared so that the patched choose_tokens is traced in."""
     calls: list[tuple[np.ndarray, np.ndarray]] = []
-    real = generate_module.choose_tokens
+    real = kv_cache.choose_tokens
 
     def recording(logits, keys, positions, temperature, top_p):
         jax.debug.callback(lambda lg, ps: calls.append((np.asarray(lg), np.asarray(ps))), logits, positions,
                            ordered=True)
         return real(logits, keys, positions, temperature, top_p)
 
-    steps = (generate_module.decode_step, bounded_kv.decode_step_bounded)
-    for module in (generate_module, bounded_kv):
+    steps = (kv_cache.decode_step, bounded_kv.decode_step_bounded)
+    for module in (kv_cache, bounded_kv):
         monkeypatch.setattr(module, "choose_tokens", recording)
     for step in steps:
         step.clear_cache()
@@ -57,12 +57,12 @@ def _steps(calls, rows: int, bounded: bool) -> np.ndarray:
         logits.max(-1, keepdims=True)
 
 
-def _compare(params, config, captured, spy_cache):
-    masked = generate(params, config, PROMPTS, NEW, backend="chunked", prefill_chunk_len=32, eos_token_ids=[],
-                      bounded_kv=False)
+def _compare(params, config, policy, captured, spy_cache):
+    runtime = with_policy(policy, 32)
+    masked = generate(params, config, runtime, PROMPTS, NEW, eos_token_ids=[], bounded_kv=False)
     want = _steps(captured, len(PROMPTS), bounded=False)
     captured.clear()
-    bounded = generate(params, config, PROMPTS, NEW, backend="chunked", prefill_chunk_len=32, eos_token_ids=[])
+    bounded = generate(params, config, runtime, PROMPTS, NEW, eos_token_ids=[])
     got = _steps(captured, len(PROMPTS), bounded=True)
     assert [g.tokens for g in bounded] == [g.tokens for g in masked]
     assert got.shape == want.shape == (NEW, len(PROMPTS), config.vocab_size)
@@ -79,10 +79,10 @@ def spy_cache(monkeypatch):
     real = bounded_kv.decode_step_bounded
 
     def spy(params, cache, *args, **kwargs):
-        seen.append(jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), cache))
+        seen.append(jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), (cache.k, cache.v, cache.slot_pos)))
         return real(params, cache, *args, **kwargs)
 
-    monkeypatch.setattr(generate_module, "decode_step_bounded", spy)
+    monkeypatch.setattr(bounded_kv, "decode_step_bounded", spy)
     return lambda: seen[-1]
 
 
@@ -92,8 +92,7 @@ def _exact_bytes(config, rows=4):  # the masked form's cache: length_bucket(90 +
 
 def test_streaming_bounded_cache_generates_as_the_masked_one(captured, spy_cache):
     config, params = tiny(seed=2)
-    config = with_policy(config, KVPolicy("streaming", sinks=3, window=24))
-    k, v, slots = _compare(params, config, captured, spy_cache)
+    k, v, slots = _compare(params, config, KVPolicy("streaming", sinks=3, window=24), captured, spy_cache)
     assert k.shape == v.shape == (4, config.num_layers, 3 + 24, config.num_kv_heads, config.head_dim)
     assert slots.shape == (4, config.num_layers, 27, config.num_kv_heads) and slots.dtype == np.int32
     held = bounded_kv.cache_bytes((k, v, slots))
@@ -102,8 +101,8 @@ def test_streaming_bounded_cache_generates_as_the_masked_one(captured, spy_cache
 
 def test_snapkv_bounded_cache_generates_as_the_masked_one(captured, spy_cache):
     config, params = tiny(seed=3)
-    config = with_policy(config, KVPolicy("snapkv", budget=40, window=8, kernel=5, pool="max"))
-    k, v, slots = _compare(params, config, captured, spy_cache)
+    k, v, slots = _compare(params, config, KVPolicy("snapkv", budget=40, window=8, kernel=5, pool="max"), captured,
+                           spy_cache)
     assert k.shape == (4, config.num_layers, 40 + NEW - 1, config.num_kv_heads, config.head_dim)
     assert bounded_kv.cache_bytes((k, v, slots)) < 0.42 * _exact_bytes(config)
 
@@ -115,9 +114,9 @@ def test_sliding_window_layers_keep_their_own_window_in_the_bounded_cache(captur
     base, params = tiny(seed=5)
     config = dataclasses.replace(base, layer_types=(SLIDING, FULL), sliding_window=20)
     assert config.layer_windows == (20, 0)
-    k, _, _ = _compare(params, with_policy(config, KVPolicy("streaming", sinks=2, window=12)), captured, spy_cache)
+    k, _, _ = _compare(params, config, KVPolicy("streaming", sinks=2, window=12), captured, spy_cache)
     assert k.shape[2] == 2 + 20
     captured.clear()
-    k, _, _ = _compare(params, with_policy(config, KVPolicy("snapkv", budget=16, window=4, kernel=3, pool="avg")),
-                       captured, spy_cache)
+    k, _, _ = _compare(params, config, KVPolicy("snapkv", budget=16, window=4, kernel=3, pool="avg"), captured,
+                       spy_cache)
     assert k.shape[2] == 20 + NEW - 1

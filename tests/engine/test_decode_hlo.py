@@ -12,7 +12,6 @@ slots: each fails here.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import jax
@@ -21,9 +20,13 @@ import numpy as np
 import pytest
 
 from jaxeval.engine import bounded_kv
-from jaxeval.engine.generate import decode_step
+from jaxeval.engine.decode_cache import new_batch
+from jaxeval.engine.generate import cache_type
 from jaxeval.engine.hybrid_generate import decode_hybrid_step
+from jaxeval.engine.kv_cache import KVCache, QuantizedKVCache, decode_step
+from jaxeval.engine.runtime import Runtime
 from jaxeval.engine.sampling import prompt_keys
+from jaxeval.engine.snapkv import SnapKVMaskCache
 from jaxeval.models import hybrid
 from jaxeval.models.kv_policy import KVPolicy, new_kv_cache
 from jaxeval.models.rope import RopeTables, row_tables
@@ -76,12 +79,15 @@ def _common(config):
 
 def _exact_hlo(policy):
     config, params = tiny(max_position_embeddings=2 * SLOTS)
-    config = dataclasses.replace(config, kv_cache=policy)
+    runtime = Runtime(dtype="float32", kv_cache=policy)
     shape = (ROWS, config.num_layers, SLOTS, config.num_kv_heads, config.head_dim)
-    cache = new_kv_cache(policy, shape, jnp.float32, jnp.zeros)
-    keep = jnp.ones(shape[:-1], bool) if policy is not None and policy.kind == "snapkv" else None
-    return decode_step.lower(params, cache, cache, *_common(config), _rope(config), None, keep,
-                             config=config).compile().as_text(), _shapes(cache)
+    layer = new_kv_cache(policy, shape, jnp.float32, jnp.zeros)
+    kind = cache_type(config, runtime, bounded_kv=False)  # the full cache (SnapKV: its mask)
+    assert kind is {None: KVCache, "int8": QuantizedKVCache, "fp8": QuantizedKVCache,
+                    "snapkv": SnapKVMaskCache}[policy and policy.kind]
+    cache = SnapKVMaskCache(layer, layer, jnp.ones(shape[:-1], bool)) if kind is SnapKVMaskCache else kind(layer, layer)
+    return decode_step.lower(params, cache, *_common(config), _rope(config), config=config,
+                             runtime=runtime).compile().as_text(), _shapes(layer)
 
 
 @pytest.mark.parametrize("policy", [None, KVPolicy("int8"), KVPolicy("fp8"),
@@ -96,15 +102,17 @@ def test_decode_step_writes_only_new_slots(policy):
                          ids=["streaming", "snapkv"])
 def test_bounded_decode_step_writes_only_new_slots(policy):
     config, params = tiny(max_position_embeddings=2 * SLOTS)
-    config = dataclasses.replace(config, kv_cache=policy)
-    layout = bounded_kv.bounded_layout(config, 2 * SLOTS, SLOTS, 65 if policy.kind == "snapkv" else 8)
-    assert layout.slots == SLOTS
-    cache = bounded_kv.new_bounded_cache(layout, ROWS, config, jnp.float32)
+    runtime = Runtime(dtype="float32", kv_cache=policy)
+    batch = new_batch(config, runtime, [np.zeros(SLOTS, np.int32)] * ROWS, range(ROWS),
+                      65 if policy.kind == "snapkv" else 8, seed=0, temperature=0.0, top_p=1.0)
+    cache = cache_type(config, runtime).init(config, runtime, batch)
+    assert type(cache) is {"streaming": bounded_kv.StreamingCache, "snapkv": bounded_kv.SnapKVCache}[policy.kind]
+    assert cache.layout.slots == SLOTS
     tokens, positions, keys, temperature, top_p = _common(config)
-    hlo = bounded_kv.decode_step_bounded.lower(params, cache, tokens, positions, jnp.zeros(ROWS, jnp.int32), keys,
-                                               temperature, top_p, _rope(config), layout=layout,
-                                               config=config).compile().as_text()
-    assert whole_cache_ops(hlo, _shapes(cache), slots=None) == []  # attention reads every slot of a bounded cache
+    hlo = bounded_kv.decode_step_bounded.lower(params, cache, tokens, positions, keys, temperature, top_p,
+                                               _rope(config), config=config, runtime=runtime).compile().as_text()
+    # attention reads every slot of a bounded cache
+    assert whole_cache_ops(hlo, _shapes((cache.k, cache.v, cache.slot_pos)), slots=None) == []
 
 
 def test_hybrid_decode_step_writes_only_new_slots():
@@ -113,7 +121,8 @@ def test_hybrid_decode_step_writes_only_new_slots():
                           linear_conv_kernel_dim=4, layer_types=["linear_attention", "full_attention"] * 2,
                           max_position_embeddings=2 * SLOTS)
     cache = hybrid.new_cache(config, ROWS, SLOTS, jnp.float32, None)
-    hlo = decode_hybrid_step.lower(params, cache, *_common(config), _rope(config), config=config).compile().as_text()
+    hlo = decode_hybrid_step.lower(params, cache, *_common(config), _rope(config), config=config,
+                                   runtime=Runtime(dtype="float32")).compile().as_text()
     assert whole_cache_ops(hlo, _shapes((cache.k, cache.v))) == []
 
 

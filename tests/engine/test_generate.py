@@ -12,14 +12,18 @@ import numpy as np
 import pytest
 
 import jaxeval
-from jaxeval.engine.generate import Generation, check_generate_request, decode_step, generate, prefill_row, prefill_rows
+from jaxeval.engine.decode_row import decode_block
+from jaxeval.engine.generate import Generation, check_generate_request, generate
+from jaxeval.engine.read import read
+from jaxeval.engine.kv_cache import KVCache, QuantizedKVCache, decode_step, prefill_rows
+from jaxeval.engine.runtime import Runtime
 from jaxeval.engine.sampling import choose_tokens, prompt_keys, top_p_filter
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.attention import decode_attention, xla_attention
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import forward_logits
 from jaxeval.models.param_layout import param_shapes
-from jaxeval.models.rope import row_tables
+from jaxeval.models.rope import rope_tables, row_tables
 
 TOKENIZER_DIR = Path(jaxeval.__file__).parent / "assets" / "tiny_llama"
 
@@ -43,6 +47,11 @@ def tiny(model_type="llama", seed=0, **extra):
     params = jax.tree_util.tree_map_with_path(lambda p, s: jnp.asarray(draw(p, s), jnp.float32), shapes,
                                               is_leaf=is_shape)
     return config, params
+
+
+def runtime_of(params, **settings) -> Runtime:
+    """The Runtime of a generation over params: their dtype (the cache's), and the settings given."""
+    return Runtime(dtype=params["embed"].dtype.name, **settings)
 
 
 def prompts_of(lengths, vocab, seed=0):
@@ -136,8 +145,8 @@ def test_batch_composition_changes_nothing(small):
     config, params = small
     prompts = prompts_of((3, 90, 17, 64), config.vocab_size)
     for temperature in (0.0, 1.0):
-        runs = [[g.tokens for g in generate(params, config, prompts, 16, temperature=temperature, top_p=0.9, seed=7,
-                                            batch_size=batch_size, prefill_chunk_len=CHUNK)]
+        runs = [[g.tokens for g in generate(params, config, runtime_of(params, prefill_chunk=CHUNK), prompts, 16,
+                                            temperature=temperature, top_p=0.9, seed=7, batch_size=batch_size)]
                 for batch_size in (4, 1, 3)]  # 3: one batch of 4 rows with a padding row, one of 1 row
         assert runs[0] == runs[1] == runs[2]
         assert all(len(t) == 16 or t[-1] == 2 for t in runs[0])
@@ -146,16 +155,17 @@ def test_batch_composition_changes_nothing(small):
 
 def test_no_recompilation_per_token_prompt_length_or_sampling_setting(small):
     config, params = small
-    functions = (prefill_row, prefill_rows, decode_step)
-    generate(params, config, prompts_of((10, 100, 7, 50), config.vocab_size), 20, prefill_chunk_len=CHUNK)
-    generate(params, config, prompts_of((10,), config.vocab_size), 20, prefill_chunk_len=CHUNK)
+    functions = (prefill_rows, decode_step)
+    runtime = runtime_of(params, prefill_chunk=CHUNK)
+    generate(params, config, runtime, prompts_of((10, 100, 7, 50), config.vocab_size), 20)
+    generate(params, config, runtime, prompts_of((10,), config.vocab_size), 20)
     before = [f._cache_size() for f in functions]
     # same buckets (4 rows or 1, prompts and new tokens within 256 positions), other lengths and settings
-    generate(params, config, prompts_of((200, 3, 31, 32), config.vocab_size, seed=1), 50, prefill_chunk_len=CHUNK,
+    generate(params, config, runtime, prompts_of((200, 3, 31, 32), config.vocab_size, seed=1), 50,
              temperature=0.7, top_p=0.5, seed=3)
-    generate(params, config, prompts_of((77, 1, 150), config.vocab_size, seed=2), 5, prefill_chunk_len=CHUNK,
+    generate(params, config, runtime, prompts_of((77, 1, 150), config.vocab_size, seed=2), 5,
              temperature=1.3)
-    generate(params, config, prompts_of((129,), config.vocab_size, seed=2), 127, prefill_chunk_len=CHUNK)
+    generate(params, config, runtime, prompts_of((129,), config.vocab_size, seed=2), 127)
     assert [f._cache_size() for f in functions] == before
 
 
@@ -164,25 +174,25 @@ def test_greedy_equals_argmax_of_the_full_forward(small):
     width = 64  # causal: the logits at t only depend on ids[:t + 1], so one padded width serves every step
     next_token = jax.jit(lambda ids, t: jnp.argmax(forward_logits(params, config, ids)[0, t]))
     prompts = prompts_of((1, 30, 45), config.vocab_size, seed=4)  # a one-token prompt needs no prefill
-    got = generate(params, config, prompts, 8, prefill_chunk_len=CHUNK)
+    got = generate(params, config, runtime_of(params, prefill_chunk=CHUNK), prompts, 8)
     for prompt, g in zip(prompts, got):
         ids = np.zeros((1, width), np.int32)
         ids[0, :len(prompt)] = prompt
         for t in range(len(prompt), len(prompt) + len(g.tokens)):
             ids[0, t] = next_token(ids, t - 1)
         assert g.tokens == ids[0, len(prompt):len(prompt) + len(g.tokens)].tolist()
-    first = generate(params, config, prompts, 1, prefill_chunk_len=CHUNK)
+    first = generate(params, config, runtime_of(params, prefill_chunk=CHUNK), prompts, 1)
     assert [g.tokens for g in first] == [g.tokens[:1] for g in got]
     assert all(g.finish_reason == ("eos" if g.tokens == [2] else "length") for g in first)
 
 
 def test_over_long_prompt_raises_before_compiling(small):
     config, params = small  # max_position_embeddings=1024
-    before = decode_step._cache_size(), prefill_row._cache_size()
+    before = decode_step._cache_size(), prefill_rows._cache_size()
     with pytest.raises(InputTooLongError, match=r"prompt 1 has 1010 tokens; with max_new_tokens=20 that is 1030.*"
                                                 r"max_position_embeddings=1024"):
-        generate(params, config, prompts_of((10, 1010), config.vocab_size), 20)
-    assert (decode_step._cache_size(), prefill_row._cache_size()) == before
+        generate(params, config, runtime_of(params), prompts_of((10, 1010), config.vocab_size), 20)
+    assert (decode_step._cache_size(), prefill_rows._cache_size()) == before
     check_generate_request(prompts_of((1004,), config.vocab_size), 20, None, 0.0, 1.0, 0, config, None)  # fits
 
 
@@ -204,15 +214,70 @@ def test_decode_step_never_copies_the_cache(small):
     temporaries stay far below the cache's size (a copy per step would double the memory traffic)."""
     config, params = small
     rows, s_len = 4, 16384
-    cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
+    layer_cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
     ints = jnp.zeros(rows, jnp.int32)
-    compiled = decode_step.lower(params, cache, cache, ints, ints, prompt_keys(np.uint32(0), ints), jnp.float32(0),
-                                 jnp.float32(1), row_tables(config, [1] * rows), config=config).compile()
+    compiled = decode_step.lower(params, KVCache(layer_cache, layer_cache), ints, ints,
+                                 prompt_keys(np.uint32(0), ints), jnp.float32(0), jnp.float32(1),
+                                 row_tables(config, [1] * rows), config=config,
+                                 runtime=runtime_of(params)).compile()
     analysis = compiled.memory_analysis()
     if analysis is None:
         pytest.skip("this backend reports no memory analysis")
-    assert analysis.alias_size_in_bytes >= 2 * cache.nbytes  # both caches donated
-    assert analysis.temp_size_in_bytes < cache.nbytes / 8
+    assert analysis.alias_size_in_bytes >= 2 * layer_cache.nbytes  # both caches donated
+    assert analysis.temp_size_in_bytes < layer_cache.nbytes / 8
+
+
+def test_each_run_decodes_from_its_own_cache_kind():
+    """generate picks the cache kind once, from the model and runtime.kv_cache (no other branch on the kind)."""
+    from jaxeval.engine.bounded_kv import SnapKVCache, StreamingCache
+    from jaxeval.engine.generate import cache_type
+    from jaxeval.engine.hybrid_generate import HybridDecodeCache
+    from jaxeval.engine.snapkv import SnapKVMaskCache
+    from jaxeval.models.kv_policy import from_flags
+
+    config, _ = tiny()
+    hybrid_config, _ = tiny("qwen3_5_text", num_hidden_layers=2, head_dim=8, linear_num_key_heads=2,
+                            linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
+                            linear_conv_kernel_dim=4, layer_types=["linear_attention", "full_attention"])
+    kinds = {kind: (cache_type(config, Runtime(kv_cache=from_flags(kind))),
+                    cache_type(config, Runtime(kv_cache=from_flags(kind)), bounded_kv=False))
+             for kind in ("exact", "int8", "fp8", "streaming", "snapkv")}
+    assert kinds == {"exact": (KVCache, KVCache), "int8": (QuantizedKVCache, QuantizedKVCache),
+                     "fp8": (QuantizedKVCache, QuantizedKVCache), "streaming": (StreamingCache, KVCache),
+                     "snapkv": (SnapKVCache, SnapKVMaskCache)}
+    assert cache_type(hybrid_config, Runtime()) is HybridDecodeCache
+
+
+def test_prompt_prefill_writes_in_place_and_never_copies_a_rows_cache():
+    """prefill_rows, for every row at once or one row of four: each layer attends from its own slice of the
+    rows' cache and the chunk's K/V are written after the layer scan, so XLA's temporaries stay well under
+    the cache of the rows it writes (taking a row out whole, as the old one-row prefill did, copied it)."""
+    config, params = tiny(num_hidden_layers=8, max_position_embeddings=16384)
+    rows, s_len = 4, 8192
+    layer_cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
+    rope = rope_tables(config, 1000)
+    for r in (1, rows):
+        compiled = prefill_rows.lower(params, KVCache(layer_cache, layer_cache), jnp.zeros((r, 64), jnp.int32),
+                                      jnp.int32(128), jnp.int32(rows - 1 if r == 1 else 0), rope, config=config,
+                                      runtime=runtime_of(params)).compile()
+        analysis = compiled.memory_analysis()
+        if analysis is None:
+            pytest.skip("this backend reports no memory analysis")
+        assert analysis.alias_size_in_bytes >= 2 * layer_cache.nbytes  # both caches donated
+        written = 2 * layer_cache.nbytes * r // rows  # K and V of the rows the chunk goes to
+        assert analysis.temp_size_in_bytes < written / 2, (r, analysis.temp_size_in_bytes, written)
+
+
+def test_a_long_cache_decodes_in_at_most_16_key_blocks_as_the_read_predicts():
+    """Past 8,192 slots decode attention reads cache/16 keys per trip (decode_row.decode_block); the greedy
+    tokens are still the read's top-1 after the prompt and each token before them."""
+    assert [decode_block(s) for s in (27, 4096, 8192, 12288, 49152, 131072)] == [512, 512, 512, 768, 3072, 8192]
+    config, params = tiny(max_position_embeddings=16384, seed=2)
+    prompt = prompts_of((8300,), config.vocab_size, seed=9)[0]  # a 12,288-slot cache: 768-key blocks
+    (got,) = generate(params, config, runtime_of(params), [prompt], 4)
+    ids = np.asarray(prompt + got.tokens, np.int32)
+    positions = np.arange(len(prompt), len(ids))
+    assert got.tokens == read(params, config, ids, positions, ids[positions]).top1.tolist()
 
 
 @pytest.mark.parametrize("prompts,kwargs,message", [
@@ -235,7 +300,7 @@ def test_bad_requests_name_the_problem(small, prompts, kwargs, message):
     config, params = small
     kwargs = {"max_new_tokens": 4} | kwargs
     with pytest.raises(ValueError, match=message):
-        generate(params, config, prompts, kwargs.pop("max_new_tokens"), **kwargs)
+        generate(params, config, runtime_of(params), prompts, kwargs.pop("max_new_tokens"), **kwargs)
 
 
 # ---------------------------------------------------------------- sampling
@@ -247,8 +312,8 @@ def test_sampling_is_reproducible_from_the_seed(small):
     prompts[2] = prompts[1]
 
     def run(seed, **kw):
-        return [g.tokens for g in generate(params, config, prompts, 20, seed=seed, prefill_chunk_len=CHUNK,
-                                           **{"temperature": 1.0} | kw)]
+        return [g.tokens for g in generate(params, config, runtime_of(params, prefill_chunk=CHUNK), prompts, 20,
+                                           seed=seed, **{"temperature": 1.0} | kw)]
 
     first = run(0)
     assert run(0) == first
@@ -337,7 +402,8 @@ def test_text_eos_and_stop_strings(model_with_tokenizer):
 
     # an EOS id from the config: the generation ends with that token
     eos = free[1].tokens[5]
-    ended = generate(model.module.params(), model.config, prompts, 40, eos_token_ids=[eos], tokenizer=tok)
+    ended = generate(model.module.params(), model.config, model.runtime, prompts, 40, eos_token_ids=[eos],
+                     tokenizer=tok)
     first = free[1].tokens.index(eos)
     assert ended[1].tokens == free[1].tokens[:first + 1] and ended[1].finish_reason == "eos"
     assert ended[1].text == tok.decode(free[1].tokens[:first + 1], skip_special_tokens=True)
@@ -350,12 +416,12 @@ def test_tokenizer_eos_counts_as_eos(model_with_tokenizer):
     assert model.config.eos_token_ids == (2,) and model.tokenizer.eos_token_id == 0
     params = model.module.params()
     prompts = [model.tokenizer.encode("Once upon a time"), model.tokenizer.encode("Chapter 1")]
-    free = generate(params, model.config, prompts, 10, tokenizer=model.tokenizer)
+    free = generate(params, model.config, model.runtime, prompts, 10, tokenizer=model.tokenizer)
     # give id 0 the LM-head column of a token the first row produces: tied logits, and argmax takes id 0
     target = free[0].tokens[3]
     lm_head = params["lm_head"]
-    tied = generate({**params, "lm_head": lm_head.at[:, 0].set(lm_head[:, target])}, model.config, prompts, 10,
-                    tokenizer=model.tokenizer)
+    tied = generate({**params, "lm_head": lm_head.at[:, 0].set(lm_head[:, target])}, model.config, model.runtime,
+                    prompts, 10, tokenizer=model.tokenizer)
     for before, after in zip(free, tied):
         if target in before.tokens:
             j = before.tokens.index(target)

@@ -6,7 +6,6 @@ and a numpy float64 attention under the policy's mask, keys and values quantized
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import jax
@@ -17,7 +16,8 @@ import pytest
 
 from jaxeval.api import load_model
 from jaxeval.cli import EMBEDDED_MODEL
-from jaxeval.engine.generate import generate, prefill_row
+from jaxeval.engine.generate import generate
+from jaxeval.engine.kv_cache import KVCache, prefill_rows
 from jaxeval.engine.read import read
 from jaxeval.engine.runtime import Runtime
 from jaxeval.engine.snapkv import snapkv_masks
@@ -97,14 +97,14 @@ def log_softmax(logits):
         -1, keepdims=True)
 
 
-def with_policy(config, policy):
-    return dataclasses.replace(config, kv_cache=policy)
+def with_policy(policy, chunk=64):
+    """The float32 Runtime of a generation or read under the KV-cache policy (None: exact)."""
+    return Runtime(attention="chunked", prefill_chunk=chunk, dtype="float32", kv_cache=policy)
 
 
-def read_logprobs(params, config, ids):
+def read_logprobs(params, config, ids, policy=None):
     positions = np.arange(1, len(ids))
-    runtime = Runtime(attention="chunked", prefill_chunk=64, dtype="float32", kv_cache=config.kv_cache)
-    return read(params, config, runtime, ids, positions, ids[1:]).logprobs
+    return read(params, config, with_policy(policy), ids, positions, ids[1:]).logprobs
 
 
 def reference_logprobs(params, config, ids, **kw):
@@ -117,7 +117,7 @@ IDS = np.random.default_rng(7).integers(3, 97, 300).astype(np.int32)
 @pytest.mark.parametrize("kind", ["int8", "fp8"])
 def test_quantized_cache_read_equals_the_quantizing_reference(kind):
     config, params = tiny()
-    got = read_logprobs(params, with_policy(config, KVPolicy(kind)), IDS)  # 5 chunks of 64
+    got = read_logprobs(params, config, IDS, KVPolicy(kind))  # 5 chunks of 64
     np.testing.assert_allclose(got, reference_logprobs(params, config, IDS, quant=kind), atol=REFERENCE_TOLERANCE)
     assert np.abs(got - read_logprobs(params, config, IDS)).max() > 1e-3  # and it is not the exact cache
 
@@ -133,9 +133,8 @@ def test_quantized_cache_read_stays_within_the_stated_tolerance_of_exact_on_the_
 
 def test_quantized_cache_generation_sees_what_the_read_sees():
     config, params = tiny(seed=1)
-    int8 = with_policy(config, KVPolicy("int8"))
     prompt = IDS[:70]
-    (out,) = generate(params, int8, [prompt], 6, backend="chunked", prefill_chunk_len=32)
+    (out,) = generate(params, config, with_policy(KVPolicy("int8"), 32), [prompt], 6)
     full = np.concatenate([prompt, out.tokens[:-1]]).astype(np.int32)
     want = reference_logits(params, config, full, quant="int8")[len(prompt) - 1:].argmax(-1)
     assert out.tokens == want.tolist()
@@ -151,9 +150,9 @@ def streaming_visible(t, sinks, window):
 def test_streaming_read_is_exact_when_the_window_holds_the_text_and_masked_otherwise():
     config, params = tiny()
     exact = read_logprobs(params, config, IDS)
-    wide = read_logprobs(params, with_policy(config, KVPolicy("streaming", sinks=4, window=512)), IDS)
+    wide = read_logprobs(params, config, IDS, KVPolicy("streaming", sinks=4, window=512))
     np.testing.assert_allclose(wide, exact, atol=1e-6)
-    got = read_logprobs(params, with_policy(config, KVPolicy("streaming", sinks=4, window=48)), IDS)
+    got = read_logprobs(params, config, IDS, KVPolicy("streaming", sinks=4, window=48))
     want = reference_logprobs(params, config, IDS, visible=streaming_visible(len(IDS) - 1, 4, 48))
     np.testing.assert_allclose(got, want, atol=1e-4)
     assert np.abs(got - exact).max() > 1e-2  # the window bites
@@ -162,8 +161,7 @@ def test_streaming_read_is_exact_when_the_window_holds_the_text_and_masked_other
 def test_streaming_generation_equals_the_masked_reference():
     config, params = tiny(seed=2)
     prompt = IDS[:90]
-    (out,) = generate(params, with_policy(config, KVPolicy("streaming", sinks=3, window=24)), [prompt], 6,
-                      backend="chunked", prefill_chunk_len=32)
+    (out,) = generate(params, config, with_policy(KVPolicy("streaming", sinks=3, window=24), 32), [prompt], 6)
     full = np.concatenate([prompt, out.tokens[:-1]]).astype(np.int32)
     want = reference_logits(params, config, full, visible=streaming_visible(len(full), 3, 24))
     assert out.tokens == want[len(prompt) - 1:].argmax(-1).tolist()
@@ -193,25 +191,25 @@ def reference_snapkv(config, captured, n, policy):
 def test_snapkv_keeps_the_positions_the_reference_picks_and_generates_as_the_masked_reference():
     config, params = tiny(seed=3)
     policy = KVPolicy("snapkv", budget=40, window=8, kernel=5, pool="max")
-    snap = with_policy(config, policy)
+    snap = with_policy(policy)
     prompt = IDS[:120]
     n = len(prompt)
     captured = []
     reference_logits(params, config, prompt, capture=captured)
     want_keep = reference_snapkv(config, captured, n, policy)
 
-    cache = tuple(jnp.zeros((1, config.num_layers, 256, config.num_kv_heads, config.head_dim)) for _ in range(2))
+    cache = KVCache(*(jnp.zeros((1, config.num_layers, 256, config.num_kv_heads, config.head_dim)) for _ in range(2)))
     padded = np.zeros((1, 128), np.int32)
     padded[0, :n] = prompt
     rope = rope_tables(config, n)
     for start in range(0, n - 1, 64):
-        cache = prefill_row(params, *cache, jnp.asarray(padded[:, start:start + 64]), jnp.int32(start), jnp.int32(0),
-                            rope, config=snap, backend="chunked")
-    keep = np.asarray(snapkv_masks(params, snap, cache, [prompt]))[0]  # [L, S, KV]
+        cache = prefill_rows(params, cache, jnp.asarray(padded[:, start:start + 64]), jnp.int32(start), jnp.int32(0),
+                             rope, config=config, runtime=snap)
+    keep = np.asarray(snapkv_masks(params, config, snap, cache, [prompt]))[0]  # [L, S, KV]
     np.testing.assert_array_equal(keep[:, :n], want_keep)
     assert keep[:, n:].all() and keep[:, :n - 8].sum(1).tolist() == [[32, 32], [32, 32]]
 
-    (out,) = generate(params, snap, [prompt], 6, backend="chunked", prefill_chunk_len=64)
+    (out,) = generate(params, config, snap, [prompt], 6)
     full = np.concatenate([prompt, out.tokens[:-1]]).astype(np.int32)
     t = len(full)
 
@@ -229,7 +227,7 @@ def test_snapkv_keeps_the_positions_the_reference_picks_and_generates_as_the_mas
 def test_snapkv_with_a_budget_holding_the_prompt_generates_exactly():
     config, params = tiny(seed=4)
     prompts = [IDS[:120], IDS[150:190], IDS[200:205]]  # longer than the window, and one shorter
-    exact = generate(params, config, prompts, 8, backend="chunked", prefill_chunk_len=64)
-    snap = generate(params, with_policy(config, KVPolicy("snapkv", budget=128, window=16, kernel=7, pool="avg")),
-                    prompts, 8, backend="chunked", prefill_chunk_len=64)
+    exact = generate(params, config, with_policy(None), prompts, 8)
+    snap = generate(params, config, with_policy(KVPolicy("snapkv", budget=128, window=16, kernel=7, pool="avg")),
+                    prompts, 8)
     assert [g.tokens for g in snap] == [g.tokens for g in exact]

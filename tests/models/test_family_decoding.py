@@ -44,7 +44,8 @@ def test_greedy_generation_matches_transformers(built):
         expected = built.hf_model.generate(torch.as_tensor(prompt)[None], max_new_tokens=32, do_sample=False,
                                            pad_token_id=0)[0, prompt.size:].tolist()
     model = jaxeval.load_model(built.folder, dtype="float32", prefill_chunk=256, load_tokenizer=False)
-    got = engine_generate(model.module.params(), model.config, [prompt], 32, eos_token_ids=(), prefill_chunk_len=256)
+    got = engine_generate(model.module.params(), model.config, model.runtime, [prompt], 32,
+                          eos_token_ids=())
     assert got[0].tokens == expected
 
 

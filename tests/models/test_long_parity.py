@@ -168,7 +168,8 @@ def test_length_dependent_rope_generation_crosses_the_switch(built):
         expected = built.hf_model.generate(torch.as_tensor(prompt)[None], max_new_tokens=24, do_sample=False,
                                            pad_token_id=0)[0, prompt.size:].tolist()
     model = jaxeval.load_model(built.folder, dtype="float32", prefill_chunk=1024, load_tokenizer=False)
-    got = engine_generate(model.module.params(), model.config, [prompt], 24, eos_token_ids=(), prefill_chunk_len=1024)
+    got = engine_generate(model.module.params(), model.config, model.runtime, [prompt], 24,
+                          eos_token_ids=())
     assert got[0].tokens == expected
 
 
