@@ -30,9 +30,12 @@ class Model:
         self.calls.append(("generate", [len(p) for p in prompts], max_new_tokens, seed, batch_size))
         return [types.SimpleNamespace(tokens=[len(p), seed]) for p in prompts]
 
-    def read(self, ids, positions, tokens):
-        self.calls.append(("read", len(ids)))
-        return types.SimpleNamespace(logprobs=-np.asarray(positions, dtype=float), top1=np.asarray(tokens))
+    def read_many(self, requests, *, batch_size=1, share_prefixes=True):  # the model contract's read entry
+        results = []
+        for ids, positions, tokens in requests:
+            self.calls.append(("read", len(ids)))
+            results.append(types.SimpleNamespace(logprobs=-np.asarray(positions, dtype=float), top1=np.asarray(tokens)))
+        return types.SimpleNamespace(results=results)
 
 
 class Lengths(Task):

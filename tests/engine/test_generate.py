@@ -277,7 +277,7 @@ def test_a_long_cache_decodes_in_at_most_16_key_blocks_as_the_read_predicts():
     (got,) = generate(params, config, runtime_of(params), [prompt], 4)
     ids = np.asarray(prompt + got.tokens, np.int32)
     positions = np.arange(len(prompt), len(ids))
-    assert got.tokens == read(params, config, ids, positions, ids[positions]).top1.tolist()
+    assert got.tokens == read(params, config, runtime_of(params), ids, positions, ids[positions]).top1.tolist()
 
 
 @pytest.mark.parametrize("prompts,kwargs,message", [
