@@ -33,14 +33,17 @@ from jaxeval.models.rope import RopeTables, rope_tables
 from jaxeval.models.sharding import READ_CACHE, constrain, host_array, zeros
 
 HEAD_BLOCK_BYTES = 32 * 2 ** 20  # float32 logits of one block of LM-head rows, [rows, vocab], at most about this
-HEAD_ROWS = (64, 1024)  # the fewest and the most rows per block (a power of two)
+HEAD_ROWS = (128, 1024)  # the fewest and the most rows per block (a power of two)
 
 
 def head_rows(k: int, vocab_size: int) -> int:
     """Rows of the LM head projected at once: as many as fit HEAD_BLOCK_BYTES of float32 logits,
     within HEAD_ROWS and k (a power of two). Larger blocks make larger matmuls (measured on CPU:
     the 57M Llama's head over 8,192 rows took 0.79x the time with 256-row blocks as with 64, the
-    same bits); small ones keep [K, vocab] from ever being built (262k vocabularies stay at 64)."""
+    same bits); small ones keep [K, vocab] from ever being built. Every block reads the whole
+    [hidden, vocab] weight, so the fewest rows are 128 whatever the vocabulary: at 64 rows Gemma 3's
+    262k-vocabulary head (671 MB of float32 weight) was bound by reading it (128 rows: 0.66x the
+    time, issue 27); its blocks then hold 128 MiB of logits (Llama 3's 128k: 64 MiB)."""
     rows = HEAD_ROWS[0]
     while rows * 2 <= HEAD_ROWS[1] and rows * 2 * vocab_size * 4 <= HEAD_BLOCK_BYTES:
         rows *= 2

@@ -94,6 +94,13 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHU
     On the 2-core CPU (57M Llama's attention: 8 heads / 2 KV, head_dim 64, a 2,048-query chunk against
     32,768 keys), skipping the interior masks and 256-key blocks took 0.79x the time of masking every
     512-key block (the [rows, keys] float32 passes of the mask cost as much as a tenth of the matmuls).
+
+    Every [rows, keys] float32 pass counts beside two small-depth matmuls (docs/performance_2026-12.md,
+    issue 27): a wholly visible block without a soft-cap takes its running max from the unscaled
+    scores (max(c * s) == c * max(s) in floating point for c > 0, rounding being monotonic) and folds
+    the scale into the exp's pass, so no separate pass writes scaled scores; and K/V blocks are sliced
+    from the cache in its own [B, S, KV, hd] layout and transposed block by block (64 KB) rather than
+    the whole cache (16 MB per layer at 32k keys) transposed once per chunk. Both keep the exact bits.
     """
     b, t, h, d = q.shape
     s_len, num_kv = k.shape[1], k.shape[2]
@@ -102,7 +109,9 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHU
     if t % bq or s_len % bk:
         raise ValueError(f"chunked attention needs T={t} and S={s_len} to be multiples of {bq} and {bk}")
     q_grouped = q.reshape(b, t, num_kv, g, d).transpose(0, 2, 1, 3, 4)  # [B, KV, T, G, hd]
-    keys, values = k.transpose(0, 2, 1, 3), v.transpose(0, 2, 1, 3)  # [B, KV, S, hd]
+
+    def kv_block(x, j):  # [B, S, KV, hd] -> key block j as [B, KV, bk, hd]
+        return jax.lax.dynamic_slice_in_dim(x, j * bk, bk, axis=1).transpose(0, 2, 1, 3)
 
     def one_query_block(i):
         rows = jax.lax.dynamic_slice_in_dim(q_grouped, i * bq, bq, axis=2).reshape(b, num_kv, bq * g, d)
@@ -118,14 +127,18 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHU
         def key_block(masked):
             def step(j, carry):
                 m, l, acc = carry
-                kb = jax.lax.dynamic_slice_in_dim(keys, j * bk, bk, axis=2)
-                vb = jax.lax.dynamic_slice_in_dim(values, j * bk, bk, axis=2)
-                s = jnp.einsum("bkrd,bksd->bkrs", rows, kb, preferred_element_type=jnp.float32) * scale
-                if softcap:
-                    s = jnp.tanh(s / softcap) * softcap
-                if masked:
-                    s = jnp.where(visible(row_pos, j * bk + jnp.arange(bk), window, sinks), s, MASK_VALUE)
-                m_new = jnp.maximum(m, s.max(axis=-1))
+                kb, vb = kv_block(k, j), kv_block(v, j)
+                s = jnp.einsum("bkrd,bksd->bkrs", rows, kb, preferred_element_type=jnp.float32)
+                if masked or softcap:
+                    s = s * scale
+                    if softcap:
+                        s = jnp.tanh(s / softcap) * softcap
+                    if masked:
+                        s = jnp.where(visible(row_pos, j * bk + jnp.arange(bk), window, sinks), s, MASK_VALUE)
+                    m_new = jnp.maximum(m, s.max(axis=-1))
+                else:  # the same bits without a pass writing the scaled scores (see the docstring)
+                    m_new = jnp.maximum(m, s.max(axis=-1) * scale)
+                    s = s * scale
                 p = jnp.exp(s - m_new[..., None])
                 alpha = jnp.exp(m - m_new)
                 pv = jnp.einsum("bkrs,bksd->bkrd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)

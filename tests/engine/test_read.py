@@ -94,3 +94,14 @@ def test_head_never_builds_all_rows_of_logits():
     if analysis is None:
         pytest.skip("this backend reports no memory analysis")
     assert analysis.temp_size_in_bytes < full_logits_bytes / 8
+
+
+def test_head_blocks_hold_at_least_128_rows():
+    """Every head block reads the whole [hidden, vocab] weight: 128 rows at the least (Gemma 3's 262k
+    vocabulary too), up to 32 MiB of logits above that, never more rows than are read."""
+    from jaxeval.engine.read import head_rows
+
+    assert head_rows(8192, 262144) == 128
+    assert head_rows(8192, 32000) == 256
+    assert head_rows(8192, 49152) == 128
+    assert head_rows(64, 262144) == 64
