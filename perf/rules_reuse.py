@@ -25,7 +25,7 @@ from decode_step import write_report  # noqa: E402
 def planned_work(config, requests, prefill_chunk: int) -> dict:
     """Chunks and padded tokens each path runs, and the cache copies reuse makes, for `requests`."""
     from jaxeval.engine.buckets import chunk_size, length_bucket
-    from jaxeval.engine.prefix_reuse import _grouped, _share
+    from jaxeval.engine.prefix_reuse import _grouped, _Trie
 
     checked, groups = _grouped(config, requests, prefill_chunk)
 
@@ -50,7 +50,8 @@ def planned_work(config, requests, prefill_chunk: int) -> dict:
             reuse["tokens"] += group[0].n_inputs
             continue
         chunk = chunk_size(length_bucket(max(r.n_inputs for r in group)), prefill_chunk)
-        shared, users = _share(group, chunk)
+        trie = _Trie(group, chunk)
+        shared, users = trie.shared, trie.users
         for depth, above in shared.values():
             n = depth - (shared[above][0] if above != -1 else 0)
             reuse["chunks"] += n
@@ -58,10 +59,11 @@ def planned_work(config, requests, prefill_chunk: int) -> dict:
             reuse["tokens"] += n * chunk
         reuse["cache_copies"] += sum(n - 1 for node, n in users.items() if node != -1 and n > 1)
         for r in group:
-            n = -(-(r.n_inputs - r.start * chunk) // chunk)
+            start = trie.start[r.index]
+            n = -(-(r.n_inputs - start * chunk) // chunk)
             reuse["chunks"] += n
             reuse["padded_tokens"] += n * chunk
-            reuse["tokens"] += r.n_inputs - r.start * chunk
+            reuse["tokens"] += r.n_inputs - start * chunk
     return {"no_reuse": none, "reuse": reuse,
             "ratio": {k: round(reuse[k] / none[k], 3) for k in ("chunks", "padded_tokens", "tokens")}}
 
