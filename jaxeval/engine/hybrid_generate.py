@@ -35,7 +35,7 @@ def prefill_hybrid_row(params, cache, chunk_ids, start, row, valid, rope, *, con
     of the chunk's tokens are the prompt's (the rest is padding). rope: RopeTables of the prompt."""
     take = lambda a: jax.lax.dynamic_slice_in_dim(a, row, 1, axis=1)
     _, new = hybrid.prefill(params, config, chunk_ids, start, jax.tree.map(take, cache), runtime.attention, rope,
-                            lengths=valid[None], mesh=mesh)
+                            lengths=valid[None], mesh=runtime.mesh)
     put = lambda a, n: jax.lax.dynamic_update_slice_in_dim(a, n.astype(a.dtype), row, axis=1)
     return hybrid.constrain_cache(jax.tree.map(put, cache, new), runtime.mesh)
 

@@ -118,7 +118,8 @@ def test_the_recorded_config_holds_every_flag_a_namespace_held():
         "log_samples_prompts", "batch_size_auto", "config", "host_split", "func", "command", "journal",
         "journal_mode", "model_args", "judge_timeout", "judge_retries", "judge_max_failures", "accelerator", "mfu",
         "mbu", "calibrate", "judge_price", "plan_json", "steps", "watch", "watch_poll", "watch_max_wait",
-        "tensorboard", "mapping"})
+        "tensorboard", "mapping",
+        "target", "target_choice"})  # jaxeval run --target (issue 25): how the batch and mesh were chosen
 
 
 def test_evaluate_reads_its_settings_as_the_flags_without_the_cli():
