@@ -259,7 +259,7 @@ def test_sigterm_in_the_first_second_of_compute_exits_143_and_resumes_identicall
     sys.path.insert(0, str(ROOT / "tests" / "results"))
     import synthetic_job
 
-    synthetic = [sys.executable, str(ROOT / "tests/results/synthetic_job.py"), "--batch_size", "4",
+    synthetic = [sys.executable, str(ROOT / "tests/run/synthetic_job.py"), "--batch_size", "4",
                  "--output_path", "out", "--log_samples"]
     env = {**os.environ, "JAXEVAL_PROGRESS": "0"}
     (tmp_path / "killed").mkdir()

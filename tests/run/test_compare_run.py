@@ -11,7 +11,7 @@ import synthetic_job
 
 from jaxeval.cli import main
 from jaxeval.report.paired import SampleScore
-from test_compare import parse_tables
+from html_tables import parse_tables
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from html.parser import HTMLParser
 from itertools import product
 
 import pytest
@@ -17,6 +16,7 @@ from jaxeval.errors import DataError
 from jaxeval.report.compare import compare_runs
 from jaxeval.report.paired import SampleScore, pair, paired_bootstrap
 from jaxeval.report.build import load_report_runs
+from html_tables import parse_tables
 from report_fixtures import longbench_section
 
 
@@ -76,41 +76,6 @@ def _longbench_run(folder, name, model, flips=(), drop=(), config=None) -> str:
     path = folder / f"{name}.json"
     path.write_text(json.dumps(data))
     return str(path)
-
-
-class _Tables(HTMLParser):
-    """Every <table> of a page as (title, rows of cell texts)."""
-
-    def __init__(self):
-        super().__init__()
-        self.tables, self._title, self._text, self._cell, self._row = [], "", [], None, None
-
-    def handle_starttag(self, tag, attrs):
-        if tag in ("h3", "td", "th"):
-            self._text = []
-        if tag == "table":
-            self.tables.append((self._title, []))
-        if tag == "tr":
-            self._row = []
-
-    def handle_endtag(self, tag):
-        text = "".join(self._text).strip()
-        if tag == "h3":
-            self._title = text
-        elif tag in ("td", "th") and self._row is not None:
-            self._row.append(text)
-        elif tag == "tr" and self.tables:
-            self.tables[-1][1].append(self._row)
-            self._row = None
-
-    def handle_data(self, data):
-        self._text.append(data)
-
-
-def parse_tables(page: str) -> dict[str, list[list[str]]]:
-    parser = _Tables()
-    parser.feed(page)
-    return {title: rows for title, rows in parser.tables}
 
 
 def test_report_with_a_reference_pairs_counts_and_draws_side_by_side(tmp_path, capsys):

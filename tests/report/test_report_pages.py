@@ -12,7 +12,7 @@ from jaxeval.report.build import build_views
 from jaxeval.report.data import Panel, effective_length, load_runs, merge_model_runs
 from jaxeval.report.plots import value_range
 from report_fixtures import agent_bench_section, helmet_section, write_v1
-from test_compare import parse_tables
+from html_tables import parse_tables
 
 
 def _runs(folder):

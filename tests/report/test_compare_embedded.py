@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from jaxeval.cli import main
-from test_compare import parse_tables
+from html_tables import parse_tables
 
 FLAGS = ["--tasks", "agent_bench", "--agent_bench_sets", "facts,tool_calls", "--limit", "1", "--log_samples"]
 
