@@ -256,7 +256,7 @@ def test_signals_at_every_phase_leave_results_identical_to_an_uninterrupted_run(
 def test_sigterm_in_the_first_second_of_compute_exits_143_and_resumes_identically(tmp_path, monkeypatch):
     """The quick case: the synthetic run (real CLI, journal and writer) stopped right after its
     journal opens, while the gc and the first batch run, then resumed; the reference runs here."""
-    sys.path.insert(0, str(ROOT / "tests" / "results"))
+    sys.path.insert(0, str(ROOT / "tests" / "run"))
     import synthetic_job
 
     synthetic = [sys.executable, str(ROOT / "tests/run/synthetic_job.py"), "--batch_size", "4",

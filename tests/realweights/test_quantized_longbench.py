@@ -20,8 +20,8 @@ import pytest
 
 from jaxeval.cli import main
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "results"))
-from test_compare import parse_tables  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from html_tables import parse_tables  # noqa: E402
 
 pytestmark = pytest.mark.realweights
 
