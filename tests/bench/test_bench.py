@@ -53,6 +53,12 @@ def test_read_flops_count_the_weights_a_token_uses(model_type):
     """Gated DeltaNet hybrids, mixtures of experts (with shared experts, dense first layers) and latent
     attention: the trunk is 2 FLOPs per weight a token uses, against an independent count over the
     parameter table (experts at k of E)."""
+    import sys
+    from pathlib import Path
+
+    models_tests = str(Path(__file__).resolve().parents[1] / "models")
+    if models_tests not in sys.path:  # their own helpers (moe_checks), found there when run alone too
+        sys.path.insert(0, models_tests)
     from tests.models.test_deepseek_v3 import CONFIG as DEEPSEEK
     from tests.models.test_qwen3_5 import CONFIG as HYBRID
     from tests.models.test_qwen3_moe import CONFIG as MOE
