@@ -18,7 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from decode_step import write_report  # noqa: E402 (the perf scripts' one --out writer)
 
 
 def best_of(fns: dict, rounds: int) -> dict:
@@ -111,9 +116,7 @@ def main() -> None:
     report = {"load_before": list(os.getloadavg()), "pieces": step_pieces(args.rounds),
               "read": whole_read(args.tokens, max(3, args.rounds // 2)), "load_after": list(os.getloadavg())}
     print(json.dumps(report, indent=1))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=2)
+    write_report(report, args.out)
 
 
 if __name__ == "__main__":

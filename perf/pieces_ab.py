@@ -21,6 +21,10 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from decode_step import write_report  # noqa: E402 (the perf scripts' one --out writer)
 
 
 def import_checkout(root: str):
@@ -111,9 +115,7 @@ def main() -> None:
             "identical": all(bool((x == y).all()) for x, y in zip(a, b)),
             "max_abs_diff": max(float(jnp.abs(x - y).max()) for x, y in zip(a, b))}
     print(json.dumps(report, indent=1))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(report, f, indent=2)
+    write_report(report, args.out)
 
 
 if __name__ == "__main__":

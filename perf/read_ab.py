@@ -21,6 +21,11 @@ import argparse
 import json
 import os
 import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from decode_step import write_report  # noqa: E402 (the perf scripts' one --out writer)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -88,9 +93,7 @@ def main() -> None:
                                      for k in ("wall_median", "wall_best", "cpu_median", "cpu_best")}
             report["lengths"].append(row)
             print(json.dumps(row, indent=1), flush=True)
-            if args.out:
-                with open(args.out, "w") as f:
-                    json.dump(report, f, indent=2)
+            write_report(report, args.out)
     finally:
         for w in workers.values():
             w.close()
