@@ -8,6 +8,8 @@ import importlib.util
 import json
 import os
 import platform
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,9 +29,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated read lengths (8k, 32k, 4096, ...); default: the shape's (llama-57m: 8k,32k), "
                         "8k for a folder")
     p.add_argument("--repeats", type=int, default=2, help="timed calls per side after the first (compiling) call")
-    p.add_argument("--batches", default="1,8", help="generation batch sizes (empty: no generation)")
-    p.add_argument("--prompt_tokens", type=int, default=512, help="generation: prompt length")
-    p.add_argument("--new_tokens", type=int, default=32, help="generation: greedy tokens per prompt")
+    p.add_argument("--batches", default="8", help="generation batch sizes (empty: no generation)")
+    p.add_argument("--prompt_tokens", type=int, default=4096,
+                   help="generation: prompt length (issue 27's target row: batch 8, 4,096 prompt, 128 new tokens)")
+    p.add_argument("--new_tokens", type=int, default=128, help="generation: greedy tokens per prompt")
+    p.add_argument("--decode_slots", default="256,4096",
+                   help="decode step: cache lengths (rungs of the engine's ladder) timed at an early and a late "
+                        "position (empty: no decode-step phase)")
+    p.add_argument("--decode_rows", type=int, default=8, help="decode step: rows of the batch")
+    p.add_argument("--decode_repeats", type=int, default=10, help="decode step: timed steps per (slots, position)")
     p.add_argument("--rules_limit", type=int, default=2,
                    help="rules configs: first N items of each of rules_en/cs/de (embedded 8k sample); 0: skip")
     p.add_argument("--rules_repeats", type=int, default=1, help="rules: timed passes per variant after the first")
@@ -55,6 +63,13 @@ def parse_lengths(text: str) -> list[int]:
     if not lengths or any(n < 2 for n in lengths):
         raise BenchError(f"bench: --lengths {text!r}: give lengths of at least 2 tokens")
     return lengths
+
+
+def _integers(text: str, flag: str) -> list[int]:
+    try:
+        return [_positive(int(x), flag) for x in text.split(",") if x.strip()] if text else []
+    except ValueError:
+        raise BenchError(f"bench: {flag} {text!r}: give comma-separated positive integers") from None
 
 
 def _positive(value: int, flag: str, zero_ok: bool = False) -> int:
@@ -114,10 +129,26 @@ def _lines(path: str) -> list[str]:
 
 def command_line(args) -> str:
     """The command that reproduces this run, every flag spelled out."""
-    flags = ("model", "lengths", "repeats", "batches", "prompt_tokens", "new_tokens", "rules_limit", "rules_repeats",
-             "transformers", "dtype", "attention", "prefill_chunk", "matmul_n", "mfu", "out")
-    line = "jaxeval bench " + " ".join(f"--{f} {getattr(args, f)}" for f in flags if getattr(args, f) is not None)
+    flags = ("model", "lengths", "repeats", "batches", "prompt_tokens", "new_tokens", "decode_slots", "decode_rows",
+             "decode_repeats", "rules_limit", "rules_repeats", "transformers", "dtype", "attention", "prefill_chunk",
+             "matmul_n", "mfu", "out")
+    line = "jaxeval bench " + " ".join(f"--{f} {shlex.quote(str(getattr(args, f)))}" for f in flags
+                                       if getattr(args, f) is not None)  # quoted: an empty --batches stays a value
     return line + (" --estimate" if getattr(args, "estimate", False) else "")
+
+
+def commit() -> str | None:
+    """The checkout's commit (+ "-dirty" with uncommitted changes to tracked files), None outside a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
+        if head.returncode:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def cmd_estimate(args) -> int:
@@ -157,10 +188,14 @@ def cmd_bench(args) -> int:
         return cmd_estimate(args)
     lengths = parse_lengths(args.lengths) if args.lengths else (
         list(SHAPES[args.model][1]) if args.model in SHAPES else [8192])
-    batches = [_positive(int(b), "--batches") for b in args.batches.split(",") if b.strip()] if args.batches else []
+    args.lengths = ",".join(map(str, lengths))  # the command line spells the lengths run
+    batches = _integers(args.batches, "--batches")
+    decode_slots = _integers(args.decode_slots, "--decode_slots")
     plan = {"lengths": lengths, "repeats": _positive(args.repeats, "--repeats", zero_ok=True), "batches": batches,
             "prompt_tokens": _positive(args.prompt_tokens, "--prompt_tokens"),
-            "new_tokens": _positive(args.new_tokens, "--new_tokens"),
+            "new_tokens": _positive(args.new_tokens, "--new_tokens"), "decode_slots": decode_slots,
+            "decode_rows": _positive(args.decode_rows, "--decode_rows"),
+            "decode_repeats": _positive(args.decode_repeats, "--decode_repeats"),
             "rules_limit": _positive(args.rules_limit, "--rules_limit", zero_ok=True),
             "rules_repeats": _positive(args.rules_repeats, "--rules_repeats", zero_ok=True),
             "matmul_n": _positive(args.matmul_n, "--matmul_n")}
@@ -169,6 +204,10 @@ def cmd_bench(args) -> int:
     for tokens in lengths:
         if tokens - 1 > config.context_limit:
             raise BenchError(f"bench: a read of {tokens} tokens exceeds the model's context ({config.context_source})")
+    for slots in decode_slots:
+        if not 102 < slots <= config.context_limit:
+            raise BenchError(f"bench: --decode_slots {slots}: give cache lengths above 102 (the early position is 100) "
+                             f"within the model's context ({config.context_source})")
     dtype = args.dtype if args.dtype != "auto" else ("bfloat16" if raw.get("torch_dtype", raw.get("dtype")) == "bfloat16"
                                                      else "float32")
     options = {"dtype": dtype, "attention": args.attention, "prefill_chunk": args.prefill_chunk}
@@ -176,12 +215,12 @@ def cmd_bench(args) -> int:
     if reason:
         print(f"bench: transformers comparison unavailable: {reason}", file=sys.stderr)
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # workers share one accelerator in turn
-    load_before = os.getloadavg()
+    load_before, revision = os.getloadavg(), commit()  # before the run: the code measured
     started = datetime.datetime.now(datetime.timezone.utc)
 
     def report_of(raw_out: dict, complete: bool) -> dict:
         report = build_report(name, folder, config, options, plan, raw_out, reason, load_before, started,
-                              command_line(args))
+                              command_line(args), revision)
         return report | {"complete": complete}
 
     def phase_done(raw_out: dict) -> None:  # a long run keeps what it measured if it is stopped
@@ -196,14 +235,15 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def build_report(name, folder, config, options, plan, raw_out, reason, load_before, started, command) -> dict:
+def build_report(name, folder, config, options, plan, raw_out, reason, load_before, started, command,
+                 revision=None) -> dict:
     from jaxeval.engine.compile_cache import compile_cache_dir
 
     peak = max((m["flops_per_s"] for m in raw_out["matmul"]), default=None)
     info = raw_out["worker_info"]
     report = {
         "schema": reports.SCHEMA, "date": started.isoformat(timespec="seconds"),
-        "command": command,
+        "command": command, "commit": revision, "targets_from": reports.TARGETS_FROM,
         "hardware": hardware() | {"platform": info["jaxeval"]["platform"], "device_kind": info["jaxeval"]["device_kind"]},
         "load": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "model": {"name": name, "folder": str(folder), "dtype": options["dtype"], "attention": options["attention"],
@@ -224,6 +264,7 @@ def build_report(name, folder, config, options, plan, raw_out, reason, load_befo
         "read": [reports.read_entry(r, read_flops(config, r["tokens"] - 1, r["tokens"] - 1), peak)
                  for r in raw_out["read"]],
         "generate": [reports.generate_entry(g, plan["prompt_tokens"], plan["new_tokens"]) for g in raw_out["generate"]],
+        "decode_step": reports.decode_entry(raw_out["decode_step"], config, options["dtype"]),
         "rules": reports.rules_entry(raw_out["rules"]),
     }
     report["targets"] = reports.check_targets(report)

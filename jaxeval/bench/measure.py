@@ -62,6 +62,16 @@ class Worker:
         self.stderr.close()
 
 
+# the decode step's positions: early reads the same keys at every cache length (any growth with the
+# cache is the step's own handling of it); late (slots - 2) reads the whole cache
+DECODE_POSITIONS = {"early": 100, "late": "late"}
+
+
+def load_average(when: str = "before") -> dict:
+    """The 1, 5 and 15-minute load averages, under `when` (a phase's are taken before and after it)."""
+    return {when: [round(x, 2) for x in os.getloadavg()]}
+
+
 def _median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
@@ -124,7 +134,7 @@ def run_phases(folder: str, options: dict, plan: dict, transformers_reason: str 
     phase_done(raw so far) runs after each phase (the command rewrites its JSON then)."""
     sides = ["jaxeval", "transformers"]
     base_skip = {"transformers": transformers_reason} if transformers_reason else {}
-    out: dict = {"read": [], "generate": [], "rules": None, "matmul": [], "worker_info": {}}
+    out: dict = {"read": [], "generate": [], "decode_step": None, "rules": None, "matmul": [], "worker_info": {}}
     for tokens in plan["lengths"]:
         skip = dict(base_skip)
         need = logits_bytes(tokens)
@@ -132,6 +142,7 @@ def run_phases(folder: str, options: dict, plan: dict, transformers_reason: str 
             skip["transformers"] = (f"its full logits alone need {need / 2 ** 30:.1f} GiB at {tokens} tokens, "
                                     f"over 80% of the {available_bytes / 2 ** 30:.1f} GiB available")
         progress(f"bench: read of {tokens} tokens ...")
+        load = load_average()
         workers = start(sides, folder, options, skip)
         try:
             out["worker_info"] |= {side: w.ready["info"] for side, w in workers.items()}
@@ -142,7 +153,19 @@ def run_phases(folder: str, options: dict, plan: dict, transformers_reason: str 
                 result[side]["load_s"] = round(w.ready["load_s"], 2)
         finally:
             close(workers)
-        out["read"].append({"tokens": tokens, "sides": result, "skipped": skip})
+        out["read"].append({"tokens": tokens, "sides": result, "skipped": skip, "load": load | load_average("after")})
+        phase_done(out)
+    if plan["decode_slots"]:
+        progress(f"bench: decode step, {plan['decode_rows']} rows, {', '.join(map(str, plan['decode_slots']))} "
+                 "cache slots ...")
+        load = load_average()
+        worker = Worker("jaxeval", folder, options)
+        try:
+            result = worker.call("decode_step", rows=plan["decode_rows"], slots=plan["decode_slots"],
+                                 positions=DECODE_POSITIONS, repeats=plan["decode_repeats"])
+        finally:
+            worker.close()
+        out["decode_step"] = result | {"load": load | load_average("after")}
         phase_done(out)
     if plan["batches"]:
         progress(f"bench: generation, batches {', '.join(map(str, plan['batches']))} ...")
@@ -150,14 +173,17 @@ def run_phases(folder: str, options: dict, plan: dict, transformers_reason: str 
         try:
             out["worker_info"] |= {side: w.ready["info"] for side, w in workers.items()}
             for batch in plan["batches"]:
+                load = load_average()
                 result = interleaved(workers, "generate", plan["repeats"], batch=batch,
                                      prompt_tokens=plan["prompt_tokens"], new_tokens=plan["new_tokens"])
-                out["generate"].append({"batch": batch, "sides": result, "skipped": base_skip})
+                out["generate"].append({"batch": batch, "sides": result, "skipped": base_skip,
+                                        "load": load | load_average("after")})
                 phase_done(out)
         finally:
             close(workers)
     if plan["rules_limit"]:
         progress(f"bench: rules configs, {plan['rules_limit']} item(s) per config, with and without prefix reuse ...")
+        load = load_average()
         worker = Worker("jaxeval", folder, options)
         try:
             first = {reuse: worker.call("rules", reuse=reuse, limit=plan["rules_limit"]) for reuse in (True, False)}
@@ -165,7 +191,8 @@ def run_phases(folder: str, options: dict, plan: dict, transformers_reason: str 
             for _ in range(plan["rules_repeats"]):
                 for reuse in (True, False):
                     timed[reuse].append(worker.call("rules", reuse=reuse, limit=plan["rules_limit"]))
-            out["rules"] = {"reuse": _summary(first[True], timed[True]), "no_reuse": _summary(first[False], timed[False])}
+            out["rules"] = {"reuse": _summary(first[True], timed[True]), "no_reuse": _summary(first[False], timed[False]),
+                            "load": load | load_average("after")}
         finally:
             worker.close()
     return out

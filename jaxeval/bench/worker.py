@@ -105,6 +105,56 @@ class JaxevalSide:
 
         return self._timed(run) | {"jit_cache_sizes": self.jit_cache_sizes()}
 
+    def decode_step(self, rows: int, slots: list[int], positions: dict, repeats: int) -> dict:
+        """One decode step of `rows` rows per cache length and position, through the cache-kind contract
+        generate decodes with (jaxeval.engine.decode_cache): a batch whose cache holds exactly `slots`,
+        a first step per cache (compile), then `repeats` steps per (slots, position) interleaved, so a
+        slow moment of a shared machine hits every variant alike. positions: name -> position, an int
+        or "late" (slots - 2: attention reads the whole cache). Wall and process CPU seconds per step."""
+        from jaxeval.engine.decode_cache import new_batch
+        from jaxeval.engine.generate import cache_type
+        from jaxeval.models.sharding import host_array
+
+        config, runtime, params = self.model.config, self.model.runtime, self.model._params
+        prompt = 2  # the prompt only fixes the cache length: no prefill, the cache stays zero
+        steps, mark = {}, self.log.mark()
+        for s in slots:
+            batch = new_batch(config, runtime, [random_ids(prompt, config.vocab_size, seed=1 + r) for r in range(rows)],
+                              list(range(rows)), s - prompt + 1, seed=0, temperature=0.0, top_p=1.0)
+            if batch.cache_len != s:
+                raise ValueError(f"{s} cache slots is not a length of the engine's cache ladder "
+                                 f"(a batch asking for it gets {batch.cache_len})")
+            state = {"cache": cache_type(config, runtime).init(config, runtime, batch)}
+            tokens = host_array(random_ids(batch.rows, config.vocab_size, seed=99), runtime.mesh)
+            for name, where in positions.items():
+                p = s - 2 if where == "late" else int(where)
+                if not 0 <= p < s - 1:
+                    raise ValueError(f"position {p} is outside a cache of {s} slots")
+                at = host_array(np.full(batch.rows, p, np.int32), runtime.mesh)
+
+                def step(batch=batch, state=state, tokens=tokens, at=at, p=p):  # fed: the rope of p + 1 tokens
+                    chosen, _, state["cache"] = state["cache"].step(params, config, runtime, batch, tokens, at,
+                                                                    p + 1 - prompt)
+                    self.jax.block_until_ready(chosen)
+
+                steps[(s, name)] = (p, step)
+        for _, step in steps.values():
+            step()  # compile (one program per cache length) and warm up
+        compiled = self.log.since(mark)
+        mark = self.log.mark()
+        wall = {key: [] for key in steps}
+        cpu = {key: [] for key in steps}
+        for _ in range(repeats):
+            for key, (_, step) in steps.items():
+                w, c = time.perf_counter(), time.process_time()
+                step()
+                wall[key].append(time.perf_counter() - w)
+                cpu[key].append(time.process_time() - c)
+        return {"rows": rows, "repeats": repeats, "compile_first_calls": compiled,
+                "compile_timed_calls": self.log.since(mark)["count"], "peak_rss_mb": round(peak_rss_mb(), 1),
+                "steps": [{"slots": s, "position_name": name, "position": p, "wall_s": wall[(s, name)],
+                           "cpu_s": cpu[(s, name)]} for (s, name), (p, _) in steps.items()]}
+
     def rules(self, reuse: bool, limit: int) -> dict:
         from jaxeval.benchmarks.agent_bench import load_split
         from jaxeval.benchmarks.agent_bench.defaults import EMBEDDED_AGENT_DATA
