@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="decode step: cache lengths (rungs of the engine's ladder) timed at an early and a late "
                         "position (empty: no decode-step phase)")
     p.add_argument("--decode_rows", type=int, default=8, help="decode step: rows of the batch")
-    p.add_argument("--decode_repeats", type=int, default=10, help="decode step: timed steps per (slots, position)")
+    p.add_argument("--decode_repeats", type=int, default=20, help="decode step: timed steps per (slots, position)")
     p.add_argument("--rules_limit", type=int, default=2,
                    help="rules configs: first N items of each of rules_en/cs/de (embedded 8k sample); 0: skip")
     p.add_argument("--rules_repeats", type=int, default=1, help="rules: timed passes per variant after the first")
@@ -179,6 +179,7 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    from jaxeval.engine.buckets import length_bucket
     from jaxeval.io.outputs import check_output_file
     from jaxeval.models.config import config_from_hf
     from jaxeval.io.json_files import write_json_atomic
@@ -205,9 +206,9 @@ def cmd_bench(args) -> int:
         if tokens - 1 > config.context_limit:
             raise BenchError(f"bench: a read of {tokens} tokens exceeds the model's context ({config.context_source})")
     for slots in decode_slots:
-        if not 102 < slots <= config.context_limit:
-            raise BenchError(f"bench: --decode_slots {slots}: give cache lengths above 102 (the early position is 100) "
-                             f"within the model's context ({config.context_source})")
+        if not 102 < slots <= config.context_limit or length_bucket(slots) != slots:
+            raise BenchError(f"bench: --decode_slots {slots}: give cache lengths of the engine's ladder (256, 512, "
+                             f"1024, ...; the early position is 100) within the model's context ({config.context_source})")
     dtype = args.dtype if args.dtype != "auto" else ("bfloat16" if raw.get("torch_dtype", raw.get("dtype")) == "bfloat16"
                                                      else "float32")
     options = {"dtype": dtype, "attention": args.attention, "prefill_chunk": args.prefill_chunk}

@@ -87,6 +87,8 @@ def _summary(first: dict, timed: list[dict]) -> dict:
     out = {"seconds": _median([t["seconds"] for t in runs]), "times": [round(t["seconds"], 4) for t in runs],
            "first_call_s": round(first["seconds"], 4), "timed_includes_first_call": not timed,
            "peak_rss_mb": round(max(t["peak_rss_mb"] for t in (first, *timed)), 1)}
+    if all("cpu_seconds" in t for t in runs):  # process CPU (every thread): steadier than wall on shared cores
+        out["cpu_seconds"] = _median([t["cpu_seconds"] for t in runs])
     for key in ("mean_logprob", "finite", "jit_cache_sizes", "new_tokens", "first_row", "items", "sequences",
                 "tokens_run", "tokens_naive"):
         if key in runs[-1]:

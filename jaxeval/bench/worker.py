@@ -78,10 +78,11 @@ class JaxevalSide:
 
     def _timed(self, fn) -> dict:
         mark = self.log.mark()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = fn()
-        seconds = time.perf_counter() - t0
-        return {"seconds": seconds, "compile": self.log.since(mark), "peak_rss_mb": peak_rss_mb(), **out}
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        return {"seconds": seconds, "cpu_seconds": cpu, "compile": self.log.since(mark), "peak_rss_mb": peak_rss_mb(),
+                **out}
 
     def read(self, tokens: int) -> dict:
         ids = random_ids(tokens, self.model.config.vocab_size)
@@ -212,7 +213,7 @@ class TransformersSide:
     def read(self, tokens: int) -> dict:
         """A plain scorer: model(ids).logits ([1, T, V] float32), then log-probs of the next tokens."""
         ids = self.torch.from_numpy(random_ids(tokens, self.vocab)).long()[None]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         logits = self.model(ids).logits[0].float()
         picked = []
         for s in range(0, tokens - 1, 1024):  # log-softmax by row blocks: no second [T, V] array
@@ -220,19 +221,19 @@ class TransformersSide:
             target = ids[0, s + 1:s + 1 + block.shape[0], None]
             picked.append(block.gather(-1, target)[:, 0] - self.torch.logsumexp(block, dim=-1))
         logprobs = self.torch.cat(picked)
-        seconds = time.perf_counter() - t0
-        return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "mean_logprob": float(logprobs.mean()),
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        return {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak_rss_mb(), "mean_logprob": float(logprobs.mean()),
                 "finite": bool(self.torch.isfinite(logprobs).all())}
 
     def generate(self, batch: int, prompt_tokens: int, new_tokens: int) -> dict:
         prompts = np.stack([random_ids(prompt_tokens, self.vocab, seed=1 + row) for row in range(batch)])
         ids = self.torch.from_numpy(prompts).long()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out = self.model.generate(ids, attention_mask=self.torch.ones_like(ids), max_new_tokens=new_tokens,
                                   min_new_tokens=new_tokens, do_sample=False, pad_token_id=0)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         new = out[:, prompt_tokens:]
-        return {"seconds": seconds, "peak_rss_mb": peak_rss_mb(), "new_tokens": int(new.numel()),
+        return {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak_rss_mb(), "new_tokens": int(new.numel()),
                 "first_row": new[0].tolist()}
 
 

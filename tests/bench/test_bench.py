@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import re
 
 import numpy as np
 
@@ -84,25 +85,28 @@ def test_read_flops_count_the_weights_a_token_uses(model_type):
 
 
 def test_rules_entry_shares_and_ratio():
-    raw = {"reuse": {"seconds": 2.0, "tokens_run": 30, "tokens_naive": 100},
-           "no_reuse": {"seconds": 4.0, "tokens_run": 50, "tokens_naive": 100}}
+    raw = {"reuse": {"seconds": 2.0, "cpu_seconds": 3.0, "tokens_run": 30, "tokens_naive": 100},
+           "no_reuse": {"seconds": 4.0, "cpu_seconds": 4.0, "tokens_run": 50, "tokens_naive": 100}}
     entry = rules_entry(raw)
     assert entry["reuse"]["share_of_naive"] == 0.3 and entry["no_reuse"]["share_of_naive"] == 0.5
-    assert entry["ratio"]["seconds"] == 0.5
+    assert entry["ratio"] == {"seconds": 0.5, "cpu_seconds": 0.75}
 
 
 def _bench(tmp_path, monkeypatch, *flags) -> dict:
     monkeypatch.setenv("JAXEVAL_BENCH_CACHE", str(tmp_path / "shapes"))
     out = tmp_path / "bench.json"
     assert main(["bench", "--model", "tiny-llama", "--lengths", "100", "--repeats", "1", "--prompt_tokens", "8",
-                 "--new_tokens", "3", "--rules_limit", "0", "--matmul_n", "256", "--out", str(out), *flags]) == 0
+                 "--new_tokens", "3", "--rules_limit", "0", "--matmul_n", "256", "--decode_slots", "", "--out", str(out),
+                 *flags]) == 0
     return json.loads(out.read_text())
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="the transformers side needs torch (the test extra)")
 def test_bench_tiny_against_transformers(tmp_path, monkeypatch):
-    report = _bench(tmp_path, monkeypatch, "--batches", "2")
-    assert report["schema"] == "jaxeval-bench/1" and report["transformers"]["available"]
+    report = _bench(tmp_path, monkeypatch, "--batches", "2", "--decode_slots", "256,512", "--decode_repeats", "2")
+    assert report["schema"] == "jaxeval-bench/2" and report["transformers"]["available"]
+    assert report["targets_from"] == "issue 27" and report["read"][0]["load"]["before"]
+    assert report["commit"] is None or re.fullmatch(r"[0-9a-f]{40}(-dirty)?", report["commit"])
     assert report["model"]["name"] == "tiny-llama" and report["hardware"]["platform"] == "cpu"
     assert len(report["load"]["before"]) == 3 and report["command"].startswith("jaxeval bench --model tiny-llama")
     peak = report["matmul_peak"]
@@ -114,6 +118,7 @@ def test_bench_tiny_against_transformers(tmp_path, monkeypatch):
     assert read["flops"] == read_flops(c, 99, 99)  # 99 inputs needed, 99 read rows
     assert read["flops"]["attention"] == 2 * 4 * 64 * (99 * 100 // 2) * 2 * 2  # layers, heads, head_dim, keys
     assert read["ratio"]["seconds"] == pytest.approx(j["seconds"] / t["seconds"])
+    assert read["ratio"]["cpu_seconds"] == pytest.approx(j["cpu_seconds"] / t["cpu_seconds"]) and j["cpu_seconds"] > 0
     assert read["ratio"]["per_repeat_seconds"] == pytest.approx([a / b for a, b in zip(j["times"], t["times"])])
     assert read["ratio"]["peak_rss"] == pytest.approx(j["peak_rss_mb"] / t["peak_rss_mb"])
     assert j["mfu"] == pytest.approx(read["flops"]["total"] / j["seconds"] / peak["flops_per_s"])
@@ -128,8 +133,18 @@ def test_bench_tiny_against_transformers(tmp_path, monkeypatch):
     assert gen["ratio"]["tokens_per_s"] == pytest.approx(gen["jaxeval"]["tokens_per_s"] / gen["transformers"]["tokens_per_s"])
     assert gen["jaxeval"]["tokens_per_s"] == pytest.approx(6 / gen["jaxeval"]["seconds"])
     assert report["rules"] is None
-    assert {x["name"] for x in report["targets"]} >= {"read_time_8k", "generate_batch8", "rules_share"}
-    assert all(x["met"] is None for x in report["targets"])  # nothing at 8k / 32k / batch 8 was measured
+
+    decode = report["decode_step"]  # 2 cache lengths x (early, late), one program per length, none timed
+    assert [(s["slots"], s["position"]) for s in decode["steps"]] == [(256, 100), (256, 254), (512, 100), (512, 510)]
+    assert decode["compile_first_calls"]["by_function"]["jit(decode_step)"] == 2 and decode["compile_timed_calls"] == 0
+    assert all(s["ms"] > 0 and s["min_ms"] <= s["ms"] for s in decode["steps"])
+    assert decode["growth"]["late"]["kv_bytes_read"] == pytest.approx(511 / 255)
+    assert decode["growth"]["early"]["time"] == pytest.approx(decode["steps"][2]["min_ms"] / decode["steps"][0]["min_ms"])
+
+    targets = {x["name"]: x for x in report["targets"]}
+    assert targets["read_time_100"]["measured"] == read["ratio"]["seconds"]
+    assert all(x["met"] is None for name, x in targets.items() if name != "read_time_100")  # nothing at the targets' shapes
+    assert "256 to 512 slots" in targets["decode_step_growth"]["note"]
 
 
 def test_bench_without_transformers_reports_it(tmp_path, monkeypatch, capsys):
@@ -144,6 +159,8 @@ def test_bench_without_transformers_reports_it(tmp_path, monkeypatch, capsys):
     (["--model", "/no/such/folder"], "neither a named shape"),
     (["--lengths", "8q"], "not a length"),
     (["--repeats", "-1"], "--repeats must be"),
+    (["--model", "tiny-llama", "--decode_slots", "300"], "--decode_slots 300"),
+    (["--batches", "8,x"], "--batches"),
 ])
 def test_bench_bad_input_is_one_line(flags, message, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("JAXEVAL_BENCH_CACHE", str(tmp_path / "shapes"))
