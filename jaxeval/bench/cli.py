@@ -137,18 +137,19 @@ def command_line(args) -> str:
     return line + (" --estimate" if getattr(args, "estimate", False) else "")
 
 
-def commit() -> str | None:
-    """The checkout's commit (+ "-dirty" with uncommitted changes to tracked files), None outside a checkout."""
-    root = Path(__file__).resolve().parents[2]
+def commit(root: Path | None = None) -> dict:
+    """{"commit": `git rev-parse HEAD` of the checkout jaxeval runs from, "commit_dirty": whether tracked files
+    differ from it}; both None outside a checkout."""
+    root = root or Path(__file__).resolve().parents[2]
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
         if head.returncode:
-            return None
+            return {"commit": None, "commit_dirty": None}
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return None
-    return head.stdout.strip() + ("-dirty" if dirty else "")
+        return {"commit": None, "commit_dirty": None}
+    return {"commit": head.stdout.strip(), "commit_dirty": bool(dirty)}
 
 
 def cmd_estimate(args) -> int:
@@ -237,14 +238,15 @@ def cmd_bench(args) -> int:
 
 
 def build_report(name, folder, config, options, plan, raw_out, reason, load_before, started, command,
-                 revision=None) -> dict:
+                 revision: dict | None = None) -> dict:
     from jaxeval.engine.compile_cache import compile_cache_dir
 
     peak = max((m["flops_per_s"] for m in raw_out["matmul"]), default=None)
     info = raw_out["worker_info"]
     report = {
         "schema": reports.SCHEMA, "date": started.isoformat(timespec="seconds"),
-        "command": command, "commit": revision, "targets_from": reports.TARGETS_FROM,
+        "command": command, **(revision or {"commit": None, "commit_dirty": None}),
+        "targets_from": reports.TARGETS_FROM,
         "hardware": hardware() | {"platform": info["jaxeval"]["platform"], "device_kind": info["jaxeval"]["device_kind"]},
         "load": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "model": {"name": name, "folder": str(folder), "dtype": options["dtype"], "attention": options["attention"],

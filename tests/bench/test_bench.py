@@ -106,7 +106,8 @@ def test_bench_tiny_against_transformers(tmp_path, monkeypatch):
     report = _bench(tmp_path, monkeypatch, "--batches", "2", "--decode_slots", "256,512", "--decode_repeats", "2")
     assert report["schema"] == "jaxeval-bench/2" and report["transformers"]["available"]
     assert report["targets_from"] == "issue 27" and report["read"][0]["load"]["before"]
-    assert report["commit"] is None or re.fullmatch(r"[0-9a-f]{40}(-dirty)?", report["commit"])
+    assert report["commit"] is None or (re.fullmatch(r"[0-9a-f]{40}", report["commit"])
+                                        and isinstance(report["commit_dirty"], bool))
     assert report["model"]["name"] == "tiny-llama" and report["hardware"]["platform"] == "cpu"
     assert len(report["load"]["before"]) == 3 and report["command"].startswith("jaxeval bench --model tiny-llama")
     peak = report["matmul_peak"]
@@ -136,7 +137,7 @@ def test_bench_tiny_against_transformers(tmp_path, monkeypatch):
 
     decode = report["decode_step"]  # 2 cache lengths x (early, late), one program per length, none timed
     assert [(s["slots"], s["position"]) for s in decode["steps"]] == [(256, 100), (256, 254), (512, 100), (512, 510)]
-    assert decode["compile_first_calls"]["by_function"]["jit(decode_step)"] == 2 and decode["compile_timed_calls"] == 0
+    assert decode["compile_first_calls"]["count"] >= 2 and decode["compile_timed_calls"] == 0
     assert all(s["ms"] > 0 and s["min_ms"] <= s["ms"] for s in decode["steps"])
     assert decode["growth"]["late"]["kv_bytes_read"] == pytest.approx(511 / 255)
     assert decode["growth"]["early"]["time"] == pytest.approx(decode["steps"][2]["min_ms"] / decode["steps"][0]["min_ms"])

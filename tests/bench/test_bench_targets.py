@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxeval.bench.cli import add_arguments, command_line
+from jaxeval.bench.cli import add_arguments, command_line, commit
 from jaxeval.bench.report import check_targets, decode_entry, table
 from jaxeval.bench.shapes import SHAPES
 from jaxeval.models.config import config_from_hf
@@ -119,3 +119,9 @@ def test_recorded_command_parses_back_to_the_run():
     again = parser.parse_args(shlex.split(line)[2:])
     assert vars(again) == vars(args)
     assert vars(parser.parse_args(shlex.split(command_line(parser.parse_args([])))[2:])) == vars(parser.parse_args([]))
+
+
+def test_commit_outside_a_checkout_is_none(tmp_path):
+    assert commit(tmp_path) == {"commit": None, "commit_dirty": None}
+    here = commit()  # the tests run from a checkout or an installed copy
+    assert here["commit"] is None or len(here["commit"]) == 40 and isinstance(here["commit_dirty"], bool)
