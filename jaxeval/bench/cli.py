@@ -139,17 +139,18 @@ def command_line(args) -> str:
 
 def commit(root: Path | None = None) -> dict:
     """{"commit": `git rev-parse HEAD` of the checkout jaxeval runs from, "commit_dirty": whether tracked files
-    differ from it}; both None outside a checkout."""
-    root = root or Path(__file__).resolve().parents[2]
+    differ from it}; both None outside a checkout (an installed copy, even in a venv inside some repository)."""
+    root = (root or Path(__file__).resolve().parents[2]).resolve()
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
-        if head.returncode:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
+                              text=True, timeout=30)
+        if head.returncode or Path(head.stdout.split()[0]).resolve() != root:
             return {"commit": None, "commit_dirty": None}
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "commit_dirty": None}
-    return {"commit": head.stdout.strip(), "commit_dirty": bool(dirty)}
+    return {"commit": head.stdout.split()[1], "commit_dirty": bool(dirty)}
 
 
 def cmd_estimate(args) -> int:

@@ -122,6 +122,14 @@ def test_recorded_command_parses_back_to_the_run():
 
 
 def test_commit_outside_a_checkout_is_none(tmp_path):
+    import subprocess
+
     assert commit(tmp_path) == {"commit": None, "commit_dirty": None}
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "t"], check=True)
+    assert commit(tmp_path)["commit"] is not None and commit(tmp_path)["commit_dirty"] is False
+    (tmp_path / "lib").mkdir()  # a copy installed in a folder of some other repository is not its checkout
+    assert commit(tmp_path / "lib") == {"commit": None, "commit_dirty": None}
     here = commit()  # the tests run from a checkout or an installed copy
     assert here["commit"] is None or len(here["commit"]) == 40 and isinstance(here["commit_dirty"], bool)
