@@ -1,6 +1,6 @@
 """Where chunked attention's time goes, against torch's SDPA, in one process.
 
-    python perf/attention_profile.py [--tokens 8192] [--rounds 8] [--out FILE.json]
+    python perf/attention_profile.py [--tokens 8192] [--rounds 8] [--cores N] [--option KEY=VALUE ...] [--out FILE.json]
 
 1. pieces: one online-softmax key-block step of the 57M Llama's attention (8 heads / 2 KV, head_dim
    64; 256 queries x 4 heads of a KV group = 1,024 rows against 256 keys), 64 blocks in a fori_loop,
@@ -11,6 +11,14 @@
    (torch.nn.functional.scaled_dot_product_attention, is_causal, enable_gqa), with a float32
    2048x2048 matmul for the peak. Interleaved rounds, best of each; CPU seconds of this process
    (time other processes held the cores does not count) and wall seconds.
+
+--option KEY=VALUE (repeatable): XLA compiler options (`jax.jit(compiler_options=...)`, e.g.
+xla_cpu_prefer_vector_width=512) for a third side, "jaxeval+options", timed in the same rounds, its
+output compared element for element with the plain side's: an XLA flag's effect measured in one
+process, where separate processes under a shared machine's load differ by more than the flag.
+--cores N: this process (XLA's and torch's threads) pinned to N of its allowed CPUs and torch given N
+threads, set before jax starts; --cores 1 measures each side's work on one core, without the
+threads' synchronisation (docs/performance_2026-12.md, section 5).
 """
 
 from __future__ import annotations
@@ -74,7 +82,7 @@ def step_pieces(rounds: int) -> dict:
     return {kind: {"wall_s": w, "cpu_s": c, "matmul_flops_per_cpu_s": flops / c} for kind, (w, c) in best.items()}
 
 
-def whole_read(tokens: int, rounds: int) -> dict:
+def whole_read(tokens: int, rounds: int, options: dict | None = None) -> dict:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -86,7 +94,13 @@ def whole_read(tokens: int, rounds: int) -> dict:
     rng = np.random.default_rng(0)
     qn, kn, vn = (rng.standard_normal((1, tokens, n, d)).astype(np.float32) for n in (h, kv, kv))
     q, k, v = map(jnp.asarray, (qn, kn, vn))
-    attend = jax.jit(lambda q, k, v, start: chunked_attention(q, k, v, start, jnp.int32(0), d ** -0.5))
+    def jit_attend(opts):
+        return jax.jit(lambda q, k, v, start: chunked_attention(q, k, v, start, jnp.int32(0), d ** -0.5),
+                       compiler_options=opts)
+
+    sides = {"jaxeval": jit_attend(None)}
+    if options:
+        sides["jaxeval+options"] = jit_attend(options)
     tq, tk, tv = (torch.from_numpy(x).transpose(1, 2).contiguous() for x in (qn, kn, vn))
     a = jnp.ones((2048, 2048), jnp.float32)
     matmul = jax.jit(lambda x: x @ x)
@@ -95,26 +109,60 @@ def whole_read(tokens: int, rounds: int) -> dict:
         with torch.no_grad():
             return torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True, enable_gqa=True).numpy()
 
-    best = best_of({"matmul": lambda: matmul(a),
-                    "jaxeval": lambda: [attend(q[:, s:s + chunk], k, v, jnp.int32(s)) for s in range(0, tokens, chunk)],
-                    "torch": torch_sdpa}, rounds)
+    def read(attend):
+        return lambda: [attend(q[:, s:s + chunk], k, v, jnp.int32(s)) for s in range(0, tokens, chunk)]
+
+    fns = {"matmul": lambda: matmul(a), **{name: read(attend) for name, attend in sides.items()}, "torch": torch_sdpa}
+    best = best_of(fns, rounds)
     peak = 2 * 2048 ** 3 / best["matmul"][0]
     flops = 4 * h * d * tokens * (tokens + 1) / 2
     out = {"tokens": tokens, "causal_flops": flops, "matmul_peak_flops_per_s": peak, "torch_threads": torch.get_num_threads()}
-    for side in ("jaxeval", "torch"):
+    for side in (*sides, "torch"):
         out[side] = {"wall_s": best[side][0], "cpu_s": best[side][1], "share_of_peak": flops / best[side][0] / peak}
-    out["jaxeval_over_torch"] = {"wall": best["jaxeval"][0] / best["torch"][0], "cpu": best["jaxeval"][1] / best["torch"][1]}
+    for side in sides:
+        out[f"{side}_over_torch"] = {"wall": best[side][0] / best["torch"][0], "cpu": best[side][1] / best["torch"][1]}
+    if options:
+        plain, tuned = (np.concatenate([np.asarray(x) for x in fns[side]()], axis=1) for side in sides)
+        out["options"] = {**options, "identical_to_jaxeval": bool(np.array_equal(plain, tuned)),
+                          "max_abs_diff": float(np.abs(plain - tuned).max())}
     return out
+
+
+def option_value(text: str):
+    """KEY=VALUE -> (KEY, VALUE as int, bool or str)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--option {text!r}: expected KEY=VALUE (e.g. xla_cpu_prefer_vector_width=512)")
+    if value.lower() in ("true", "false"):
+        return key, value.lower() == "true"
+    return key, int(value) if value.lstrip("-").isdigit() else value
+
+
+def pin(cores: int) -> list[int]:
+    """Pin this process to its first `cores` allowed CPUs (before jax or torch start their threads)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if not 1 <= cores <= len(allowed):
+        raise SystemExit(f"--cores {cores}: this process may use 1 to {len(allowed)} CPUs")
+    os.sched_setaffinity(0, allowed[:cores])
+    import torch
+
+    torch.set_num_threads(cores)
+    return allowed[:cores]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=8192)
     parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--cores", type=int, default=None, help="pin to this many CPUs (default: all allowed)")
+    parser.add_argument("--option", action="append", default=[], type=option_value, metavar="KEY=VALUE",
+                        help="an XLA compiler option for a jaxeval+options side (repeatable)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    report = {"load_before": list(os.getloadavg()), "pieces": step_pieces(args.rounds),
-              "read": whole_read(args.tokens, max(3, args.rounds // 2)), "load_after": list(os.getloadavg())}
+    cpus = pin(args.cores) if args.cores else sorted(os.sched_getaffinity(0))
+    report = {"load_before": list(os.getloadavg()), "cpus": cpus, "pieces": step_pieces(args.rounds),
+              "read": whole_read(args.tokens, max(3, args.rounds // 2), dict(args.option) or None),
+              "load_after": list(os.getloadavg())}
     print(json.dumps(report, indent=1))
     write_report(report, args.out)
 

@@ -70,11 +70,15 @@ def main() -> None:
             ids = jnp.asarray(rng.randint(3, c.vocab_size, (1, chunk)).astype(np.int32))
             shape = (c.num_layers, 1, t, c.num_kv_heads, c.head_dim)
 
-            def run_chunk(read=read, c=c, p=p, rope=rope, ids=ids, shape=shape, backend=model.attention):
+            # how the checkout runs its layers: a Runtime since issue 23's model contract, the backend's name before
+            runs = ({"runtime": model.runtime} if getattr(model, "runtime", None) is not None
+                    else {"backend": model.attention})
+
+            def run_chunk(read=read, c=c, p=p, rope=rope, ids=ids, shape=shape, runs=runs):
                 cache = jax.block_until_ready(tuple(jnp.full(shape, 0.01, jnp.float32) for _ in range(2)))
                 w, cpu = time.perf_counter(), time.process_time()
                 out = jax.block_until_ready(read.prefill_chunk(p, *cache, ids, jnp.int32(t - chunk), rope, config=c,
-                                                               backend=backend))
+                                                               **runs))
                 return time.perf_counter() - w, time.process_time() - cpu, out
             fns[f"{tag}:chunk"] = run_chunk
         if "head" in what:
