@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_flags(p, ModelOptions, names=("dtype", "attention", "prefill_chunk"),  # the model flags bench times with
               helps={"dtype": "auto: the folder's torch_dtype (named shapes: float32, llama-8b bfloat16)"})
     p.add_argument("--matmul_n", type=int, default=2048, help="side of the float32 matmul that calibrates the peak")
+    p.add_argument("--max_position_embeddings", type=int, default=None,
+                   help="time reads past the checkpoint's window (e.g. SmolLM2-135M's 8,192 at 32k): the config field "
+                        "overridden on both sides; speed only, the log-probs past the trained window mean nothing")
     p.add_argument("--estimate", action="store_true",
                    help="no measurement: the analytic read time of --lengths on each named accelerator (v5e, v5p, "
                         "v6e, h100, h200) at --mfu of its bf16 peak, and whether weights + KV fit one chip")
@@ -131,7 +134,7 @@ def command_line(args) -> str:
     """The command that reproduces this run, every flag spelled out."""
     flags = ("model", "lengths", "repeats", "batches", "prompt_tokens", "new_tokens", "decode_slots", "decode_rows",
              "decode_repeats", "rules_limit", "rules_repeats", "transformers", "dtype", "attention", "prefill_chunk",
-             "matmul_n", "mfu", "out")
+             "matmul_n", "max_position_embeddings", "mfu", "out")
     line = "jaxeval bench " + " ".join(f"--{f} {shlex.quote(str(getattr(args, f)))}" for f in flags
                                        if getattr(args, f) is not None)  # quoted: an empty --batches stays a value
     return line + (" --estimate" if getattr(args, "estimate", False) else "")
@@ -203,6 +206,8 @@ def cmd_bench(args) -> int:
             "rules_repeats": _positive(args.rules_repeats, "--rules_repeats", zero_ok=True),
             "matmul_n": _positive(args.matmul_n, "--matmul_n")}
     name, folder, raw = resolve_model(args.model)  # a named shape's folder is written on first use
+    if args.max_position_embeddings is not None:
+        raw = raw | {"max_position_embeddings": _positive(args.max_position_embeddings, "--max_position_embeddings")}
     config = config_from_hf(raw, where=str(folder / "config.json"))
     for tokens in lengths:
         if tokens - 1 > config.context_limit:
@@ -213,7 +218,8 @@ def cmd_bench(args) -> int:
                              f"1024, ...; the early position is 100) within the model's context ({config.context_source})")
     dtype = args.dtype if args.dtype != "auto" else ("bfloat16" if raw.get("torch_dtype", raw.get("dtype")) == "bfloat16"
                                                      else "float32")
-    options = {"dtype": dtype, "attention": args.attention, "prefill_chunk": args.prefill_chunk}
+    options = {"dtype": dtype, "attention": args.attention, "prefill_chunk": args.prefill_chunk,
+               "max_position_embeddings": args.max_position_embeddings}
     reason = transformers_unavailable(folder, args.transformers)
     if reason:
         print(f"bench: transformers comparison unavailable: {reason}", file=sys.stderr)
@@ -251,7 +257,8 @@ def build_report(name, folder, config, options, plan, raw_out, reason, load_befo
         "hardware": hardware() | {"platform": info["jaxeval"]["platform"], "device_kind": info["jaxeval"]["device_kind"]},
         "load": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in os.getloadavg()]},
         "model": {"name": name, "folder": str(folder), "dtype": options["dtype"], "attention": options["attention"],
-                  "prefill_chunk": options["prefill_chunk"], "parameters": info["jaxeval"]["parameters"],
+                  "prefill_chunk": options["prefill_chunk"],
+                  "max_position_embeddings_override": options["max_position_embeddings"], "parameters": info["jaxeval"]["parameters"],
                   "model_type": config.model_type, "layers": config.num_layers, "hidden": config.hidden_size,
                   "heads": config.num_heads, "kv_heads": config.num_kv_heads, "head_dim": config.head_dim,
                   "intermediate": config.intermediate_size, "vocab": config.vocab_size,

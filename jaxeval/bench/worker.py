@@ -62,6 +62,12 @@ class CompileLog:
                 "persistent_cache_hits": self.cache_hits - mark[1]}
 
 
+def overrides(options: dict) -> dict:
+    """The config fields --max_position_embeddings replaces, the same on both sides."""
+    n = options.get("max_position_embeddings")
+    return {} if n is None else {"max_position_embeddings": n}
+
+
 class JaxevalSide:
     def __init__(self, folder: str, options: dict):
         import jax
@@ -71,7 +77,7 @@ class JaxevalSide:
 
         self.jax = jax
         self.model = load_model(folder, dtype=options["dtype"], attention=options["attention"],
-                                prefill_chunk=options["prefill_chunk"])
+                                prefill_chunk=options["prefill_chunk"], **overrides(options))
         self.info = {"platform": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
                      "dtype": self.model.dtype, "jax": jax.__version__,
                      "parameters": int(sum(x.size for x in jax.tree.leaves(self.model._params)))}
@@ -204,7 +210,7 @@ class TransformersSide:
         self.torch = torch
         torch.set_grad_enabled(False)
         dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[options["dtype"]]
-        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **overrides(options)).eval()
         self.vocab = self.model.config.get_text_config().vocab_size
         self.info = {"transformers": transformers.__version__, "torch": torch.__version__,
                      "attn_implementation": self.model.config._attn_implementation,

@@ -191,3 +191,18 @@ def test_estimate_is_the_flop_count_over_each_chips_rate(tmp_path, monkeypatch, 
     printed = capsys.readouterr().out
     assert "v6e" in printed and "exceed one chip's HBM" in printed
     assert main(["bench", "--estimate", "--mfu", "1.5", "--out", str(out)]) == 2
+
+
+def test_reads_past_the_window_only_with_the_override(tmp_path, monkeypatch, capsys):
+    """--max_position_embeddings replaces the config field for the context check and on both sides."""
+    from jaxeval.bench.worker import overrides
+
+    monkeypatch.setenv("JAXEVAL_BENCH_CACHE", str(tmp_path / "shapes"))
+    flags = ["bench", "--model", "tiny-llama", "--lengths", "100", "--batches", "", "--decode_slots", "",
+             "--rules_limit", "0", "--transformers", "off", "--out", str(tmp_path / "b.json")]
+    assert main([*flags, "--max_position_embeddings", "64"]) == 2
+    assert "max_position_embeddings=64" in capsys.readouterr().err
+    report = _bench(tmp_path, monkeypatch, "--batches", "", "--transformers", "off", "--max_position_embeddings", "128")
+    assert report["model"]["max_position_embeddings_override"] == 128
+    assert "--max_position_embeddings 128" in report["command"]
+    assert overrides({"max_position_embeddings": 128}) == {"max_position_embeddings": 128} and overrides({}) == {}
