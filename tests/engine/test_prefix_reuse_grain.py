@@ -2,6 +2,7 @@
 several shared prefixes run once, and every read bit-identical to a separate read."""
 
 import numpy as np
+import pytest
 
 from jaxeval.engine.prefix_reuse import SHARE_GRAIN, planned_segments, prefix_pieces, read_many, run_chunk
 from jaxeval.engine.read import read
@@ -80,3 +81,22 @@ def test_hybrid_keeps_the_chunk_grain():
     requests = _texts(config)
     firsts = sorted(first for first, _, rows in planned_segments(hybrid, requests, 1024) if rows)
     assert firsts == [0, 1024, 1024, 1024, 1024, 1024]  # each context's texts share its first chunk, no more
+
+
+@pytest.mark.long
+def test_grain_prefixes_at_16k_positions_read_bit_identical():
+    """Continuations from 512 and 9,728 tokens (512-token chunks over a 24,576-slot cache) read positions
+    past 16k with exactly a separate read's bits."""
+    config, params = tiny(max_position_embeddings=32768)
+    rng = np.random.RandomState(17)
+    base = rng.randint(0, config.vocab_size, size=17000)
+    late = np.concatenate([base[:9900], rng.randint(0, config.vocab_size, size=9), base[9900:]])
+    early = np.concatenate([base[:700], rng.randint(0, config.vocab_size, size=4), base[700:]])
+    requests = [(text, np.array([16500, 16999]), text[[16500, 16999]]) for text in (base, late, early)]
+    runtime = Runtime(dtype="float32")
+    shared = read_many(params, config, runtime, requests)
+    assert shared.prefixes == 2 and shared.tokens_run == 9728 + (16999 - 9728) * 2 + (16999 - 512)
+    for (ids, positions, tokens), result in zip(requests, shared.results):
+        alone = read(params, config, runtime, ids, positions, tokens)
+        np.testing.assert_array_equal(result.logprobs, alone.logprobs)
+        np.testing.assert_array_equal(result.top1, alone.top1)
