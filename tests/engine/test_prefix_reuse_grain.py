@@ -4,9 +4,9 @@ several shared prefixes run once, and every read bit-identical to a separate rea
 import numpy as np
 import pytest
 
-from jaxeval.engine.prefix_reuse import SHARE_GRAIN, planned_segments, prefix_pieces, read_many, run_chunk
-from jaxeval.engine.read import read
+from jaxeval.engine.prefix_reuse import SHARE_GRAIN, planned_segments, prefix_pieces, run_chunk
 from jaxeval.engine.runtime import Runtime
+from test_prefix_reuse import read_as_separately
 from test_read import tiny
 
 RUNTIME = Runtime(prefill_chunk=1024, dtype="float32")  # buckets of 2,048: chunks of 1,024, grains of 512
@@ -46,13 +46,9 @@ def _texts(config):
 def test_grain_prefixes_read_bit_identical_to_separate_reads():
     config, params = tiny()
     requests = _texts(config)
-    shared = read_many(params, config, RUNTIME, requests)
-    for (ids, positions, tokens), result in zip(requests, shared.results):
-        alone = read(params, config, RUNTIME, ids, positions, tokens)
-        # continuations from 1,536 run 512-token chunks, from 1,024 1,024-token ones; a separate read runs
-        # 1,024-token chunks from 0: the same bits
-        np.testing.assert_array_equal(result.top1, alone.top1)
-        np.testing.assert_array_equal(result.logprobs, alone.logprobs)
+    # continuations from 1,536 run 512-token chunks, from 1,024 1,024-token ones; a separate read runs
+    # 1,024-token chunks from 0: the same bits
+    shared = read_as_separately(params, config, RUNTIME, requests)
     # shared: the preamble's first grain [0, 512) (where a's and b's prefixes part), a's [512, 1024) and
     # [1024, 1536), b's [512, 1024): 4 prefixes of 512 tokens, run once each
     assert shared.prefixes == 4
@@ -93,10 +89,5 @@ def test_grain_prefixes_at_16k_positions_read_bit_identical():
     late = np.concatenate([base[:9900], rng.randint(0, config.vocab_size, size=9), base[9900:]])
     early = np.concatenate([base[:700], rng.randint(0, config.vocab_size, size=4), base[700:]])
     requests = [(text, np.array([16500, 16999]), text[[16500, 16999]]) for text in (base, late, early)]
-    runtime = Runtime(dtype="float32")
-    shared = read_many(params, config, runtime, requests)
+    shared = read_as_separately(params, config, Runtime(dtype="float32"), requests)
     assert shared.prefixes == 2 and shared.tokens_run == 9728 + (16999 - 9728) * 2 + (16999 - 512)
-    for (ids, positions, tokens), result in zip(requests, shared.results):
-        alone = read(params, config, runtime, ids, positions, tokens)
-        np.testing.assert_array_equal(result.logprobs, alone.logprobs)
-        np.testing.assert_array_equal(result.top1, alone.top1)
