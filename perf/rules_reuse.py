@@ -55,7 +55,7 @@ def planned_work(config, requests, prefill_chunk: int) -> dict:
         reuse["cache_copies"] += sum(n - 1 for node, n in trie.users.items() if node != -1 and n > 1)
         for r in group:
             begin = trie.start[r.index] * grain
-            count(reuse, begin, r.n_inputs, run_chunk(begin, chunk))
+            count(reuse, begin, r.n_inputs, run_chunk(begin, -(-r.n_inputs // grain) * grain, chunk))
     return {"no_reuse": none, "reuse": reuse, "token_trie": token_trie(checked),
             "ratio": {k: round(reuse[k] / none[k], 3) for k in ("chunks", "padded_tokens", "tokens")}}
 

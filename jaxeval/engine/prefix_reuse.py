@@ -7,10 +7,10 @@ prefill chunk where that is shorter; a hybrid's whole chunks) before a request's
 position, so no read falls inside it and the continuation gathers its hidden states exactly as a
 separate read would.
 
-A stretch starting at token s runs in chunks of the largest power of two <= the prefill chunk
-that divides s (run_chunk), so its chunks lie on the grid of a separate read's 256-query attention
-blocks, each query block seeing the same keys in the same blocks: the results are bit-identical to
-separate reads (tested on CPU, tests/engine/test_prefix_reuse_grain.py; docs/performance_2026-12.md
+A continuation from token s runs in chunks of the largest power of two <= the prefill chunk
+that divides s and the grain past its last input (run_chunk; a prefix, prefix_pieces), so its
+chunks lie on the grid of a separate read's 256-query attention blocks, each query block seeing
+the same keys in the same blocks: the results are bit-identical to separate reads (tested on CPU, tests/engine/test_prefix_reuse_grain.py; docs/performance_2026-12.md
 section 5). 256 is not a grain: a 256-token chunk holds one query block and its reads differed
 from a 2,048-token chunk's by up to 4e-6 in log-prob on CPU.
 
@@ -27,6 +27,7 @@ read_many): prefix sharing and rows per step are its options, every read runs th
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -52,10 +53,13 @@ def share_grain(config: ModelConfig, chunk: int) -> int:
     return chunk if is_hybrid(config) else min(chunk, SHARE_GRAIN)
 
 
-def run_chunk(begin: int, chunk: int) -> int:
-    """The prefill chunk of a read starting at begin: the largest power of two <= chunk dividing
-    begin (chunk from 0), so every chunk starts on a separate read's attention query blocks."""
-    return chunk_size(begin, chunk) if begin else chunk
+def run_chunk(begin: int, end: int, chunk: int) -> int:
+    """The prefill chunk of a continuation over [begin, end) (multiples of the grain; end the grain
+    past its last input): the largest power of two <= chunk dividing both, so its chunks start on a
+    separate read's attention query blocks and it runs nothing past the grain holding its last input
+    (a 2,048-token last chunk would run up to 1,536 positions more at the sequence's far end, where
+    each attends to the most keys)."""
+    return chunk_size(math.gcd(begin, end), chunk)
 
 
 def prefix_pieces(begin: int, end: int, chunk: int) -> list[tuple[int, int, int]]:
@@ -241,7 +245,8 @@ def _read_group(params, config: ModelConfig, runtime: Runtime, group: list[ReadR
         node = trie.node(request.index)
         ensure(node, request)
         begin = trie.start[request.index] * grain
-        continued = dataclasses.replace(runtime, prefill_chunk=run_chunk(begin, chunk))
+        size = run_chunk(begin, -(-request.n_inputs // grain) * grain, chunk)
+        continued = dataclasses.replace(runtime, prefill_chunk=size)
         (results[request.index],) = read_rows(params, config, continued, [request], bucket=bucket, cache=take(node),
                                               begin=begin)
         tokens_run += request.n_inputs - begin

@@ -14,8 +14,10 @@ RUNTIME = Runtime(prefill_chunk=1024, dtype="float32")  # buckets of 2,048: chun
 
 def test_stretches_run_on_a_separate_reads_chunk_grid():
     assert SHARE_GRAIN == 512
-    assert [run_chunk(begin, 2048) for begin in (0, 512, 1024, 1536, 2048, 3072, 6144)] == \
-        [2048, 512, 1024, 512, 2048, 1024, 2048]
+    # continuations: from 512 or 1,536 in 512-token chunks; to a last input in (5,120, 5,632] too
+    assert [run_chunk(begin, 8192, 2048) for begin in (512, 1024, 1536, 2048, 3072, 6144)] == \
+        [512, 1024, 512, 2048, 1024, 2048]
+    assert [run_chunk(2048, end, 2048) for end in (4096, 5120, 5632, 6144)] == [2048, 1024, 512, 2048]
     # the longest aligned chunk that still ends by the prefix's end: nothing past it is run
     assert prefix_pieces(0, 512, 2048) == [(0, 512, 512)]
     assert prefix_pieces(512, 3584, 2048) == [(512, 1024, 512), (1024, 3072, 1024), (3072, 3584, 512)]
