@@ -26,7 +26,8 @@ from decode_step import write_report  # noqa: E402
 
 
 def planned_work(config, requests, prefill_chunk: int) -> dict:
-    """Chunks and padded tokens each path runs, the cache copies reuse makes and the token-grain bound, for `requests`."""
+    """Chunks and padded tokens each path runs, the cache copies reuse makes and the token-grain
+    bound (token_trie), for `requests`."""
     from jaxeval.engine.buckets import chunk_size, length_bucket
     from jaxeval.engine.prefix_reuse import _group_shape, _grouped, _Trie, prefix_pieces, run_chunk
 
