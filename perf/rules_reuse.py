@@ -7,6 +7,9 @@ so each distinct sequence is read once, up to its last read position. Default mo
 tiny-llama shape (random weights, the embedded tokenizer).
 
     python perf/rules_reuse.py --limit 2 --repeats 3 --out perf/results/rules_reuse.json
+    python perf/rules_reuse.py --limit 12 --repeats 2 --out perf/results/rules_reuse_limit12.json  # the whole set
+
+planned_work's token_trie is the bound of any reuse (docs/performance_2026-12.md section 5).
 """
 
 from __future__ import annotations
@@ -23,49 +26,58 @@ from decode_step import write_report  # noqa: E402
 
 
 def planned_work(config, requests, prefill_chunk: int) -> dict:
-    """Chunks and padded tokens each path runs, and the cache copies reuse makes, for `requests`."""
+    """Chunks and padded tokens each path runs, the cache copies reuse makes and the token-grain
+    bound (token_trie), for `requests`."""
     from jaxeval.engine.buckets import chunk_size, length_bucket
-    from jaxeval.engine.prefix_reuse import _grouped, _Trie
+    from jaxeval.engine.prefix_reuse import _group_shape, _grouped, _Trie, prefix_pieces, run_chunk
 
     checked, groups = _grouped(config, requests, prefill_chunk)
 
-    def alone(n_inputs):
-        chunk = chunk_size(length_bucket(n_inputs), prefill_chunk)
-        return -(-n_inputs // chunk), chunk
+    def count(into, first, end, chunk):  # a read from first run in chunks of `chunk`: up to the chunk past end
+        n = -(-(end - first) // chunk)
+        into["chunks"] += n
+        into["padded_tokens"] += n * chunk
+        into["tokens"] += end - first
 
     none = {"chunks": 0, "padded_tokens": 0, "tokens": 0}
     for r in checked:
-        n, chunk = alone(r.n_inputs)
-        none["chunks"] += n
-        none["padded_tokens"] += n * chunk
-        none["tokens"] += r.n_inputs
-    reuse = {"chunks": 0, "padded_tokens": 0, "tokens": 0, "cache_copies": 0,
-             "sharing_groups": sum(len(g) > 1 for g in groups), "sequences_sharing": sum(len(g) for g in groups
-                                                                                         if len(g) > 1)}
+        count(none, 0, r.n_inputs, chunk_size(length_bucket(r.n_inputs), prefill_chunk))
+    reuse = {"chunks": 0, "padded_tokens": 0, "tokens": 0, "cache_copies": 0, "shared_prefixes": 0,
+             "sharing_groups": sum(len(g) > 1 for g in groups),
+             "sequences_sharing": sum(len(g) for g in groups if len(g) > 1)}
     for group in groups:
         if len(group) == 1:
-            n, chunk = alone(group[0].n_inputs)
-            reuse["chunks"] += n
-            reuse["padded_tokens"] += n * chunk
-            reuse["tokens"] += group[0].n_inputs
+            count(reuse, 0, group[0].n_inputs, chunk_size(length_bucket(group[0].n_inputs), prefill_chunk))
             continue
-        chunk = chunk_size(length_bucket(max(r.n_inputs for r in group)), prefill_chunk)
-        trie = _Trie(group, chunk)
-        shared, users = trie.shared, trie.users
-        for depth, above in shared.values():
-            n = depth - (shared[above][0] if above != -1 else 0)
-            reuse["chunks"] += n
-            reuse["padded_tokens"] += n * chunk
-            reuse["tokens"] += n * chunk
-        reuse["cache_copies"] += sum(n - 1 for node, n in users.items() if node != -1 and n > 1)
+        _, chunk, grain = _group_shape(config, group, prefill_chunk)
+        trie = _Trie(group, grain)
+        reuse["shared_prefixes"] += len(trie.shared)
+        for depth, above in trie.shared.values():
+            for first, end, size in prefix_pieces(trie.shared[above][0] * grain if above != -1 else 0,
+                                                  depth * grain, chunk):
+                count(reuse, first, end, size)
+        reuse["cache_copies"] += sum(n - 1 for node, n in trie.users.items() if node != -1 and n > 1)
         for r in group:
-            start = trie.start[r.index]
-            n = -(-(r.n_inputs - start * chunk) // chunk)
-            reuse["chunks"] += n
-            reuse["padded_tokens"] += n * chunk
-            reuse["tokens"] += r.n_inputs - start * chunk
-    return {"no_reuse": none, "reuse": reuse,
+            begin = trie.start[r.index] * grain
+            count(reuse, begin, r.n_inputs, run_chunk(begin, -(-r.n_inputs // grain) * grain, chunk))
+    return {"no_reuse": none, "reuse": reuse, "token_trie": token_trie(checked),
             "ratio": {k: round(reuse[k] / none[k], 3) for k in ("chunks", "padded_tokens", "tokens")}}
+
+
+def token_trie(checked) -> dict:
+    """The bound of any reuse: the tokens of a trie over every sequence's inputs at the token grain
+    (each distinct prefix once, reads allowed anywhere), against the tokens read without reuse."""
+    inputs = sorted(tuple(r.ids[:r.n_inputs].tolist()) for r in checked)
+    total = sum(len(x) for x in inputs)
+
+    def common(a, b):
+        n = 0
+        while n < min(len(a), len(b)) and a[n] == b[n]:
+            n += 1
+        return n
+
+    tokens = total - sum(common(a, b) for a, b in zip(inputs, inputs[1:]))
+    return {"tokens": tokens, "over_no_reuse": round(tokens / total, 3)}
 
 
 def main(argv=None) -> int:

@@ -1,15 +1,24 @@
 """Teacher-forced reads of many sequences that share token prefixes: each shared prefix runs once.
 
-Requests that start with the same chunk-aligned token prefix share its KV cache (for a hybrid,
-also the Gated DeltaNet states at the prefix's end): the prefix is run once and every request
-continues from a copy of it. A prefix is shared only up to the
-last whole chunk before a request's first read position, so no read falls inside it and the
-continuation gathers its hidden states exactly as a separate read would. With the same cache
-bucket and chunk length as a separate read, the results are bit-identical to it.
+Requests that start with the same token prefix share its KV cache (for a hybrid, also the Gated
+DeltaNet states at the prefix's end): the prefix is run once and every request continues from a
+copy of it. A prefix is shared only up to the last whole grain (share_grain: 512 tokens, or the
+prefill chunk where that is shorter; a hybrid's whole chunks) before a request's first read
+position, so no read falls inside it and the continuation gathers its hidden states exactly as a
+separate read would.
 
-Requests are grouped by their first chunk; a group shares one cache length (the bucket of its
-longest request). Within a group, a trie over chunks finds the prefixes two or more requests
-pass through; each request starts from the deepest such prefix on its path.
+A continuation from token s runs in chunks of the largest power of two <= the prefill chunk
+that divides s and the grain past its last input (run_chunk; a prefix, prefix_pieces), so its
+chunks lie on the grid of a separate read's 256-query attention blocks, each query block seeing
+the same keys in the same blocks: the results are bit-identical to separate reads (tested on CPU:
+tests/engine/test_prefix_reuse_grain.py; docs/performance_2026-12.md section 5). 256 is not a
+grain: a 256-token chunk holds one query block, and its reads differed from a 2,048-token chunk's
+by up to 6e-6 in log-prob on CPU.
+
+Requests are grouped by their first grain; a group shares one cache length (the bucket of its
+longest request). Within a group, a trie over grains finds the prefixes two or more requests pass
+through and where those part (a prefix common to several such prefixes runs once too); each
+request starts from the deepest shared prefix on its path.
 
 read_many is the engine's one entry for lists of requests (jaxeval.engine.backend.LanguageModel.
 read_many): prefix sharing and rows per step are its options, every read runs the one read loop
@@ -17,6 +26,9 @@ read_many): prefix sharing and rows per step are its options, every read runs th
 """
 
 from __future__ import annotations
+
+import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -27,15 +39,53 @@ from jaxeval.engine.batch_read import check_batch_size, read_checked
 from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
 from jaxeval.engine.read import ReadRequest, check_requests, host_rope, prefill_rows, read_rows
 from jaxeval.engine.runtime import Runtime
+from jaxeval.models.attention import CHUNKED_BLOCK
 from jaxeval.models.config import ModelConfig
+from jaxeval.models.hybrid_layout import is_hybrid
 from jaxeval.models.rope import rope_key
+
+SHARE_GRAIN = 2 * CHUNKED_BLOCK  # tokens: a shared prefix ends on a multiple of this (the module docstring says why)
+
+
+def share_grain(config: ModelConfig, chunk: int) -> int:
+    """Where a shared prefix may end, for a group whose prefill chunk is chunk: every SHARE_GRAIN
+    tokens (every chunk where that is shorter); a hybrid's at its chunks, where a separate read's
+    Gated DeltaNet states are."""
+    return chunk if is_hybrid(config) else min(chunk, SHARE_GRAIN)
+
+
+def run_chunk(begin: int, end: int, chunk: int) -> int:
+    """The prefill chunk of a continuation over [begin, end) (multiples of the grain; end the grain
+    past its last input): the largest power of two <= chunk dividing both, so its chunks start on a
+    separate read's attention query blocks and it runs nothing past the grain holding its last input
+    (a 2,048-token last chunk would run up to 1,536 positions more at the sequence's far end, where
+    each attends to the most keys)."""
+    return chunk_size(math.gcd(begin, end), chunk)
+
+
+def prefix_pieces(begin: int, end: int, chunk: int) -> list[tuple[int, int, int]]:
+    """A shared prefix's stretch [begin, end) (multiples of a power-of-two grain) as (first, end,
+    chunk) runs: at each point the longest power of two <= chunk it is a multiple of that still
+    ends by end, so nothing past the prefix is run and the chunks lie on a separate read's grid."""
+    runs: list[tuple[int, int, int]] = []
+    at = begin
+    while at < end:
+        size = chunk
+        while at % size or at + size > end:
+            size //= 2
+        if runs and runs[-1][2] == size:
+            runs[-1] = (runs[-1][0], at + size, size)
+        else:
+            runs.append((at, at + size, size))
+        at += size
+    return runs
 
 
 def read_many(params, config: ModelConfig, runtime: Runtime, requests, *, batch_size: int = 1,
               share_prefixes: bool = True) -> SharedReads:
     """Read every (ids, positions, tokens) request; see jaxeval.engine.backend.LanguageModel.read_many.
 
-    share_prefixes: requests sharing a chunk-aligned prefix run it once (bit-identical to separate
+    share_prefixes: requests sharing a prefix of whole grains run it once (bit-identical to separate
     reads); the others are read batch_size per step (jaxeval.engine.batch_read; 1: one at a time,
     exactly read())."""
     check_batch_size(batch_size)
@@ -54,22 +104,30 @@ def read_many(params, config: ModelConfig, runtime: Runtime, requests, *, batch_
 
 def _grouped(config: ModelConfig, requests, prefill_chunk: int,
              share_prefixes: bool = True) -> tuple[list[ReadRequest], list[list[ReadRequest]]]:
-    """The checked requests and their groups (those sharing a first chunk, then the singles; all
+    """The checked requests and their groups (those sharing a first grain, then the singles; all
     singles without share_prefixes)."""
     checked = check_requests(config, requests)
     if not share_prefixes:
         return checked, [[r] for r in checked]
     overall = chunk_size(length_bucket(max((r.n_inputs for r in checked), default=1)), prefill_chunk)
+    grain = share_grain(config, overall)
     groups: dict[tuple, list[ReadRequest]] = {}
     singles: list[list[ReadRequest]] = []
     for request in checked:
-        if int(request.positions.min()) - 1 >= overall:  # a whole first chunk before the first read
+        if int(request.positions.min()) - 1 >= grain:  # a whole first grain before the first read
             # a length-dependent rope (dynamic NTK, LongRoPE) shares a prefix only between equal tables
-            key = (request.ids[:overall].tobytes(), rope_key(config, request.ids.size))
+            key = (request.ids[:grain].tobytes(), rope_key(config, request.ids.size))
             groups.setdefault(key, []).append(request)
         else:
             singles.append([request])
     return checked, [*groups.values(), *singles]
+
+
+def _group_shape(config: ModelConfig, group: list[ReadRequest], prefill_chunk: int) -> tuple[int, int, int]:
+    """(cache bucket, prefill chunk, share grain) of a group."""
+    bucket = length_bucket(max(r.n_inputs for r in group))
+    chunk = chunk_size(bucket, prefill_chunk)
+    return bucket, chunk, share_grain(config, chunk)
 
 
 def planned_segments(config: ModelConfig, requests, prefill_chunk: int = 2048,
@@ -81,29 +139,33 @@ def planned_segments(config: ModelConfig, requests, prefill_chunk: int = 2048,
         if len(group) == 1:
             segments.append((0, group[0].n_inputs, int(group[0].positions.size)))
             continue
-        chunk = chunk_size(length_bucket(max(r.n_inputs for r in group)), prefill_chunk)
-        trie = _Trie(group, chunk)
-        segments += [((trie.shared[above][0] if above != -1 else 0) * chunk, depth * chunk, 0)
+        grain = _group_shape(config, group, prefill_chunk)[2]
+        trie = _Trie(group, grain)
+        segments += [((trie.shared[above][0] if above != -1 else 0) * grain, depth * grain, 0)
                      for depth, above in trie.shared.values()]
-        segments += [(trie.start[r.index] * chunk, r.n_inputs, int(r.positions.size)) for r in group]
+        segments += [(trie.start[r.index] * grain, r.n_inputs, int(r.positions.size)) for r in group]
     return segments
 
 
 class _Trie:
-    """The trie over a group's chunks: per request (by index) its path (trie node ids, one per
-    shareable chunk) and start (the depth, in chunks, it continues from); shared: node -> (depth,
-    the nearest shared prefix above it, -1: none); users: how many continue from each shared node."""
+    """The trie over a group's grains: per request (by index) its path (trie node ids, one per
+    shareable grain) and start (the depth, in grains, it continues from); shared: node -> (depth,
+    the nearest shared prefix above it, -1: none); users: how many continue from each shared node.
 
-    def __init__(self, group: list[ReadRequest], chunk: int):
-        # The trie: node id per (parent node id, chunk bytes), and how many requests pass through it.
+    A node is a shared prefix where a request starts (the deepest node on its path that another
+    request passes too) or where the paths to two such starts part: a prefix common to several
+    shared prefixes (a preamble every text opens with) runs once, not once per prefix below it."""
+
+    def __init__(self, group: list[ReadRequest], grain: int):
+        # The trie: node id per (parent node id, grain bytes), and how many requests pass through it.
         nodes: dict[tuple[int, bytes], int] = {}
         passing: list[int] = []
         self.path: dict[int, list[int]] = {}
         for request in group:
             parent = -1
             path = self.path[request.index] = []
-            for depth in range((int(request.positions.min()) - 1) // chunk):
-                key = (parent, request.ids[depth * chunk:(depth + 1) * chunk].tobytes())
+            for depth in range((int(request.positions.min()) - 1) // grain):
+                key = (parent, request.ids[depth * grain:(depth + 1) * grain].tobytes())
                 if key not in nodes:
                     nodes[key] = len(passing)
                     passing.append(0)
@@ -112,13 +174,19 @@ class _Trie:
                 path.append(parent)
         self.start = {index: max((depth + 1 for depth, node in enumerate(path) if passing[node] >= 2), default=0)
                       for index, path in self.path.items()}
+        # kept: the starts, and the nodes whose paths to starts go on through two or more children
+        children: dict[int, set[int]] = {}
+        kept = {self.node(index) for index, start in self.start.items() if start}
+        for index, start in self.start.items():
+            for node, below in zip(self.path[index][:start], self.path[index][1:start]):
+                children.setdefault(node, set()).add(below)
+        kept |= {node for node, below in children.items() if len(below) >= 2}
         self.shared: dict[int, tuple[int, int]] = {}
         self.users: dict[int, int] = {}
-        starts = {self.node(index) for index, start in self.start.items() if start}
         for request in group:
             above = -1
             for depth, node in enumerate(self.path[request.index][:self.start[request.index]]):
-                if node in starts:
+                if node in kept:
                     if node not in self.shared:
                         self.shared[node] = (depth + 1, above)
                         if above != -1:
@@ -139,10 +207,9 @@ class _Trie:
 
 def _read_group(params, config: ModelConfig, runtime: Runtime, group: list[ReadRequest],
                 results: dict) -> tuple[int, int]:
-    """Read a group sharing a first chunk into results (index -> ReadResult) -> (tokens run, prefixes)."""
-    bucket = length_bucket(max(r.n_inputs for r in group))
-    chunk = chunk_size(bucket, runtime.prefill_chunk)
-    trie = _Trie(group, chunk)
+    """Read a group sharing a first grain into results (index -> ReadResult) -> (tokens run, prefixes)."""
+    bucket, chunk, grain = _group_shape(config, group, runtime.prefill_chunk)
+    trie = _Trie(group, grain)
     caches: dict[int, object] = {}  # node -> its cache (K/V, and a hybrid's GDN states, after the prefix)
     tokens_run = 0
     rope = host_rope(config, group[0].ids.size, runtime.mesh)  # one rope_key per group: every member's tables
@@ -164,19 +231,24 @@ def _read_group(params, config: ModelConfig, runtime: Runtime, group: list[ReadR
             return
         depth, above = trie.shared[node]
         ensure(above, request)
-        start = trie.shared[above][0] * chunk if above != -1 else 0
+        start = trie.shared[above][0] * grain if above != -1 else 0
         ids = np.zeros((1, bucket), np.int32)
         ids[0, :request.n_inputs] = request.ids[:request.n_inputs]
         no_reads = np.full((1, count_bucket(1)), -1, np.int32)
-        caches[node], _ = prefill_rows(params, config, runtime, ids, no_reads, rope, end=depth * chunk,
-                                       cache=take(above), begin=start)
-        tokens_run += depth * chunk - start
+        cache = take(above)
+        for first, end, size in prefix_pieces(start, depth * grain, chunk):
+            cache, _ = prefill_rows(params, config, dataclasses.replace(runtime, prefill_chunk=size), ids, no_reads,
+                                    rope, end=end, cache=cache, begin=first)
+        caches[node] = cache
+        tokens_run += depth * grain - start
 
     for request in trie.order(group):
         node = trie.node(request.index)
         ensure(node, request)
-        begin = trie.start[request.index] * chunk
-        (results[request.index],) = read_rows(params, config, runtime, [request], bucket=bucket, cache=take(node),
+        begin = trie.start[request.index] * grain
+        size = run_chunk(begin, -(-request.n_inputs // grain) * grain, chunk)
+        continued = dataclasses.replace(runtime, prefill_chunk=size)
+        (results[request.index],) = read_rows(params, config, continued, [request], bucket=bucket, cache=take(node),
                                               begin=begin)
         tokens_run += request.n_inputs - begin
     return tokens_run, len(trie.shared)

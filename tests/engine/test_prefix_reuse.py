@@ -27,16 +27,22 @@ def _requests(config):
     ]
 
 
-def test_shared_prefix_reads_equal_separate_reads():
-    config, params = tiny()
-    requests = _requests(config)
-    shared = read_many(params, config, RUNTIME, requests)
+def read_as_separately(params, config, runtime, requests):
+    """read_many's SharedReads, each result checked bit-identical to its separate read()."""
+    shared = read_many(params, config, runtime, requests)
     for (ids, positions, tokens), result in zip(requests, shared.results):
-        alone = read(params, config, RUNTIME, ids, positions, tokens)
-        # same bucket (1024 for the three sharing ones, their own for the rest) and chunk: exact
+        alone = read(params, config, runtime, ids, positions, tokens)
         np.testing.assert_array_equal(result.top1, alone.top1)
         np.testing.assert_array_equal(result.logprobs, alone.logprobs)
         assert result.logprobs.shape == alone.logprobs.shape
+    return shared
+
+
+def test_shared_prefix_reads_equal_separate_reads():
+    config, params = tiny()
+    requests = _requests(config)
+    # same chunk, the group's bucket (1024 for the three sharing ones) or their own for the rest: exact
+    shared = read_as_separately(params, config, RUNTIME, requests)
     naive = sum(int(positions.max()) for _, positions, _ in requests)
     assert shared.tokens_naive == naive
     # base, with_rule and other_rule share 3 chunks (192 tokens); base and other_rule 5 (320)
