@@ -11,7 +11,7 @@ A continuation from token s runs in chunks of the largest power of two <= the pr
 that divides s and the grain past its last input (run_chunk; a prefix, prefix_pieces), so its
 chunks lie on the grid of a separate read's 256-query attention blocks, each query block seeing
 the same keys in the same blocks: the results are bit-identical to separate reads (tested on CPU:
-tests/engine/test_prefix_reuse_grain.py; docs/performance_2026-12.md section 5). 256 is not a
+tests/engine/test_prefix_reuse_grain.py; docs/performance_2026-12.md section 7). 256 is not a
 grain: a 256-token chunk holds one query block, and its reads differed from a 2,048-token chunk's
 by up to 6e-6 in log-prob on CPU.
 
