@@ -166,3 +166,38 @@ def test_batch_search_doubles_until_a_batch_does_not_fit(monkeypatch):
     limit = 0
     with pytest.raises(ConfigError, match="not even one sequence of 32768 tokens fits v5e-8"):
         command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"])
+
+
+def test_compile_takes_the_run_model_flags_with_its_overrides():
+    # one declaration (jaxeval.options.model.ModelOptions): compile's model flags are the run's, with
+    # its own defaults and choices given as overrides
+    import argparse
+    import dataclasses
+
+    from jaxeval.aot import command
+    from jaxeval.options.model import ATTENTION, ModelOptions
+
+    p = argparse.ArgumentParser()
+    command.add_arguments(p)
+    actions = {a.dest: a for a in p._actions}
+    declared = {f.name: f for f in dataclasses.fields(ModelOptions)}
+    for name in command.COMPILE_FLAGS:
+        assert actions[name].option_strings == [f"--{name}"], name
+    assert actions["prefill_chunk"].default == ModelOptions.prefill_chunk
+    assert actions["prefill_chunk"].help == declared["prefill_chunk"].metadata["help"]
+    assert actions["attention"].choices == ATTENTION and actions["attention"].default is None
+    assert actions["dtype"].choices == ("float32", "bfloat16") and actions["dtype"].default == "bfloat16"
+    assert actions["kv_cache"].choices == ("exact", "int8", "fp8") and actions["kv_cache"].metavar is None
+    assert actions["model"].required and actions["mesh"].default is None
+    args = p.parse_args(["v5e-8", "--model", "tiny-llama", "--kv_cache", "int8", "--prefill_chunk", "512"])
+    assert (args.kv_cache, args.prefill_chunk, args.programs) == ("int8", 512, "all")
+    with pytest.raises(SystemExit):
+        p.parse_args(["v5e-8", "--model", "tiny-llama", "--kv_cache", "snapkv"])
+
+
+def test_programs_generate_needs_new_tokens(capsys, compile_environment):
+    from jaxeval.cli import main
+
+    assert main(["compile", "v5e-8", "--model", "tiny-llama", "--programs", "generate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--programs generate needs --new_tokens" in err
