@@ -31,12 +31,25 @@ needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="jax-cuda12-plugin / jax-cu
 
 def compile_cli(tmp_path, *args, timeout=1200):
     """`jaxeval compile ...` in a fresh process (its backends start on the CPU) -> (exit code, report, stderr)."""
-    out = tmp_path / "report.json"
+    return compile_cli_timed(tmp_path, *args, timeout=timeout)[:3]
+
+
+def compile_cli_timed(tmp_path, *args, timeout=1200):
+    """compile_cli -> (exit code, report, stderr, CPU seconds of that process alone, os.wait4's)."""
+    import threading
+
+    out, log = tmp_path / "report.json", tmp_path / "stderr.txt"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "jaxeval.cli", "compile", *args, "--out", str(out)],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "jaxeval.cli", "compile", *args, "--out", str(out)],
+                                stdout=subprocess.DEVNULL, stderr=err, env=env)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
     report = json.loads(out.read_text()) if out.is_file() else None
-    return proc.returncode, report, proc.stderr
+    return proc.returncode, report, log.read_text(), usage.ru_utime + usage.ru_stime
 
 
 def check_report(report, chips):
