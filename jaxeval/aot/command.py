@@ -217,7 +217,9 @@ def _config(args):
 
 def _mesh_candidates(spec, t, config) -> list:
     """Mesh specs to try, in order: the one given, or (auto) tensor as wide as the heads allow with
-    context (data for hybrids) over the rest, then fsdp over every chip, then tensor x fsdp."""
+    context (data for hybrids) over the rest, then fsdp over every chip, then tensor x fsdp; on several
+    slices first a slice's own mesh with data, then fsdp, across the slices (the tensor and context
+    collectives stay on the slice's ICI); an MoE's expert over every chip first."""
     from jaxeval.models.hybrid_layout import is_hybrid
     from jaxeval.models.mesh import auto_mesh_shape
 
@@ -227,13 +229,21 @@ def _mesh_candidates(spec, t, config) -> list:
         return [spec]
     if t.chips == 1:
         return [None]
+    text = lambda shape: ",".join(f"{k}={v}" for k, v in shape.items() if v > 1)
     shape = auto_mesh_shape(t.chips, config.num_heads, config.num_kv_heads, context_parallel=not is_hybrid(config))
-    first = ",".join(f"{k}={v}" for k, v in shape.items() if v > 1)
-    out = [first, f"fsdp={t.chips}"]
+    out = [text(shape), f"fsdp={t.chips}"]
     if shape["tensor"] > 1 and t.chips // shape["tensor"] > 1:
         out.append(f"tensor={shape['tensor']},fsdp={t.chips // shape['tensor']}")
+    if t.slices > 1:  # the slices on the outermost axis (devices come slice by slice): only it crosses the DCN
+        inner = auto_mesh_shape(t.chips // t.slices, config.num_heads, config.num_kv_heads,
+                                context_parallel=not is_hybrid(config))
+        across = [inner | {"data": inner["data"] * t.slices}]
+        if inner["data"] == 1:
+            across.append(inner | {"fsdp": t.slices})
+        out = [text(s) for s in across] + out
     if config.moe is not None and config.moe.num_experts % t.chips == 0:
         out.insert(0, f"expert={t.chips}")
+    out = list(dict.fromkeys(out))
     return out if spec == "auto" or spec is None else out[:1]
 
 

@@ -214,3 +214,17 @@ def test_programs_generate_needs_new_tokens(capsys, compile_environment):
     assert main(["compile", "v5e-8", "--model", "tiny-llama", "--programs", "generate"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--programs generate needs --new_tokens" in err
+
+
+def test_auto_mesh_keeps_tensor_within_a_slice():
+    # 2xv5e-8: tensor=16 put half of each head group's all-reduce over the DCN (and did not fit the 8B's
+    # 128k read); the slices go on the outermost axis, a slice's mesh inside
+    from jaxeval.aot.command import _mesh_candidates
+    from jaxeval.aot.shapes import named_config
+    from jaxeval.aot.targets import TARGETS
+
+    llama = named_config("llama-3.1-8b")
+    assert _mesh_candidates(None, TARGETS["2xv5e-8"], llama)[:3] == ["data=2,tensor=8", "fsdp=2,tensor=8",
+                                                                     "tensor=16"]
+    assert _mesh_candidates(None, TARGETS["v5e-8"], llama) == ["tensor=8", "fsdp=8"]
+    assert _mesh_candidates(None, TARGETS["2xv5e-8"], named_config("qwen3.5-hybrid-4b"))[0] == "data=2,tensor=8"
