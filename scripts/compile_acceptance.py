@@ -40,7 +40,7 @@ GIB = 2 ** 30
 CASES = {
     "8b-h100": (["h100", "--model", "llama-3.1-8b", "--lengths", "32k,128k"], "fits", "one GPU, chunked attention"),
     "8b-h200": (["h200", "--model", "llama-3.1-8b", "--lengths", "32k,128k"], "fits", "one GPU"),
-    "8b-h200-auto": (["h200", "--model", "llama-3.1-8b", "--lengths", "32k", "--batch_size", "auto:8"], "fits",
+    "8b-h200-auto": (["h200", "--model", "llama-3.1-8b", "--lengths", "32k", "--batch_size", "auto:16"], "fits",
                      "batch found by compiling; the first refused batch must fail to compile"),
     "70b-h200": (["h200", "--model", "llama-3.1-70b", "--lengths", "32k"], "not_fit",
                  "131.4 GiB of weights and 10 GiB of cache on a 140.4 GiB GPU"),
@@ -182,6 +182,25 @@ def _print(result: dict) -> None:
             print(f"    problem: {problem}", flush=True)
 
 
+def table(summary: dict) -> str:
+    """The summary's cases as a markdown table (docs/compile.md)."""
+    rows = ["| case | command | mesh, batch | largest peak / held per chip, GiB | peak / held, worst | splash | "
+            "CPU s | result |", "|---|---|---|---|---|---|---|---|"]
+    for r in summary.values():
+        programs = [p for p in r["programs"] if p["peak_gib"] is not None]
+        top = max(programs, key=lambda p: p["peak_gib"], default=None)
+        worst = max((p["peak_over_held"] or 0 for p in programs), default=0)
+        splash = max((p["splash_ratio"] for p in r["programs"] if p["splash_ratio"] is not None), default=None)
+        refused = [p["name"].split("[")[0] for p in r["programs"] if not p["compiled"]]
+        state = "pass" if not r["problems"] else "FAIL: " + "; ".join(r["problems"])[:300]
+        if r["expect"] == "not_fit":
+            state = f"not fitting ({', '.join(refused) or 'compiler peak'} refused): " + state
+        peak = "-" if top is None else f"{top['peak_gib']:.2f} / {top['held_gib']:.2f}"
+        rows.append(f"| {r['case']} | `{r['command']}` | {r.get('mesh')}, {r.get('batch_size')} | {peak} | "
+                    f"{worst:.2f} | {'-' if splash is None else f'{splash:.2f}'} | {r['cpu_s']:.0f} | {state} |")
+    return "\n".join(rows) + "\n"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cases", default=",".join(CASES), help="comma-separated case names (--list)")
@@ -210,6 +229,7 @@ def main(argv=None) -> int:
     previous = json.loads(summary.read_text()) if summary.is_file() else {}
     previous.update({r["case"]: r | {"load_average": os.getloadavg()} for r in results})
     summary.write_text(json.dumps(previous, indent=2) + "\n")
+    (folder / "summary.md").write_text(table(previous))
     failed = [r["case"] for r in results if r["problems"]]
     print(f"{len(results) - len(failed)} of {len(results)} cases pass" + (f"; failing: {', '.join(failed)}"
                                                                           if failed else ""))
