@@ -127,8 +127,6 @@ def compile_case(args: list[str], out: Path, python: str) -> tuple[int, dict | N
 
 
 def run_case(name: str, folder: Path, python: str) -> dict:
-    from jaxeval.aot.shapes import named_config
-
     args, expect, why = CASES[name]
     code, report, err, wall, cpu_s = compile_case(args, folder / f"{name}.json", python)
     (folder / f"{name}.log").write_text(err)
@@ -137,7 +135,22 @@ def run_case(name: str, folder: Path, python: str) -> dict:
     if report is None:
         result["problems"].append(f"no report (exit {code}): {err.strip().splitlines()[-1] if err.strip() else ''}")
         return result
-    config = named_config(args[args.index("--model") + 1])
+    return check_report(result, report, args, folder, python)
+
+
+def _config(model: str):
+    from pathlib import Path as _Path
+
+    from jaxeval.aot.shapes import named_config
+    from jaxeval.models.config import load_hf_config
+
+    return named_config(model) or load_hf_config(_Path(model))
+
+
+def check_report(result: dict, report: dict, args: list[str], folder: Path, python: str) -> dict:
+    """result with the checks of one case's report (a refused batch compiled again into folder)."""
+    name, expect, code = result["case"], result["expect"], result["exit"]
+    config = _config(report["model"])
     result |= {"mesh": report["mesh"], "batch_size": report["batch_size"], "fits": report["fits"]}
     if (expect == "fits") != report["fits"]:
         result["problems"].append(f"expected {expect}, reported fits={report['fits']}: {report.get('verdict')}")
@@ -158,7 +171,7 @@ def run_case(name: str, folder: Path, python: str) -> dict:
                                    "problems": bad})
         result["problems"] += [f"{p['name']}: {b}" for b in bad]
     first_refused = next((s for s in report.get("batch_search") or [] if not s["fits"]), None)
-    if first_refused:  # a batch reported as not fitting must fail to compile
+    if first_refused and args:  # a batch reported as not fitting must fail to compile
         at = args.index("--batch_size")
         again = args[:at] + ["--batch_size", str(first_refused["rows"])] + args[at + 2:]
         code2, report2, err2, wall2, _ = compile_case(again, folder / f"{name}-refused.json", python)
@@ -208,7 +221,21 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="/tmp/compile_acceptance", help="folder for the reports and summary")
     p.add_argument("--jobs", type=int, default=1, help="cases compiled at once (each is single-threaded mostly)")
     p.add_argument("--python", default=sys.executable, help="the Python with libtpu and the CUDA plugin")
+    p.add_argument("--check", nargs="+", metavar="REPORT.json", default=None,
+                   help="check reports jaxeval compile already wrote (e.g. the tpu_compile_ci tier's) instead "
+                        "of compiling; expected to fit")
     a = p.parse_args(argv)
+    if a.check:
+        failed = 0
+        for path in a.check:
+            report = json.loads(Path(path).read_text())
+            result = {"case": path, "command": f"{report['target']} --model {report['model']}", "expect": "fits",
+                      "why": "", "exit": 0 if report["fits"] else 2, "wall_s": 0.0, "cpu_s": 0.0, "problems": [],
+                      "programs": []}
+            result = check_report(result, report, [], Path(a.out), a.python)
+            _print(result)
+            failed += bool(result["problems"])
+        return 1 if failed else 0
     if a.list:
         for name, (args, expect, why) in CASES.items():
             print(f"{name:<14} {expect:<8} jaxeval compile {' '.join(args)}  ({why})")
