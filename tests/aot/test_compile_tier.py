@@ -6,7 +6,8 @@ its decode step at batch 8 after a 128k prompt, a Qwen3.5 hybrid shape (its widt
 layer to one full-attention layer) and the MoE shape on an expert mesh: every program compiles and
 fits, the traced matmul FLOPs are jaxeval's count (within 1.15x), and splash executes at most 1.1x the
 causal minimum of blocks over a multi-chunk read. The selected cases' `jaxeval compile` processes run
-two at a time (a compile is mostly single-threaded), started when the first of them is asked for.
+two at a time (a compile is mostly single-threaded), started when the first of them is asked for;
+JAXEVAL_COMPILE_REPORTS=DIR keeps their reports (scripts/compile_acceptance.py --check DIR/*.json).
 
 `tpu_compile` (by hand: python -m pytest -q -m tpu_compile tests/aot): the Qwen3.5 4B shape itself
 (three Gated DeltaNet layers to one full-attention layer) read and generated on v6e-8."""
@@ -66,6 +67,11 @@ def ci_compiles(request, tmp_path_factory):
         code, report, err, cpu = compile_cli_timed(folder / case, *args, timeout=1500)
         print(f"\n{case}: jaxeval compile {' '.join(CI_CASES[case])}: {time.perf_counter() - started:.0f} s wall, "
               f"{cpu:.0f} s CPU, load average {os.getloadavg()[0]:.1f}", flush=True)
+        keep = os.environ.get("JAXEVAL_COMPILE_REPORTS")  # a folder to keep the reports in (compile_acceptance --check)
+        if keep and report is not None:
+            os.makedirs(keep, exist_ok=True)
+            with open(os.path.join(keep, f"{case}.json"), "w") as f:
+                json.dump(report, f, indent=2)
         return code, report, err
 
     pool = concurrent.futures.ThreadPoolExecutor(2)
