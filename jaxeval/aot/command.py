@@ -36,26 +36,39 @@ def parse_lengths(text: str) -> list[int]:
     return out
 
 
+# jaxeval compile's model flags are ModelOptions' (jaxeval.options.model), with these overrides
+COMPILE_FLAGS = ("model", "dtype", "attention", "prefill_chunk", "kv_cache", "mesh")
+COMPILE_DEFAULTS = {"dtype": "bfloat16", "attention": None}
+COMPILE_CHOICES = {"dtype": ("float32", "bfloat16"), "kv_cache": ("exact", "int8", "fp8")}
+
+
 def add_arguments(p) -> None:
+    from jaxeval.options.model import ModelOptions
+    from jaxeval.options.settings import add_flags
+
     p.add_argument("target", help=f"accelerator to compile for: {', '.join(tg.TARGETS)}")
-    p.add_argument("--model", required=True, help="model folder (config.json is enough) or a named shape: "
-                   "llama-3.1-8b, llama-3.1-70b, qwen3-30b-a3b, qwen3.5-hybrid-4b, llama-8b, tiny-llama")
+    # the run's own model flags (ModelOptions), with what a compile does differently: --model may name a
+    # shape, dtype bfloat16 (what a run has on an accelerator), the attention default follows the target,
+    # only the KV caches laid out ahead of time, and --mesh auto on several chips
+    add_flags(p, ModelOptions, names=COMPILE_FLAGS, defaults=COMPILE_DEFAULTS, choices=COMPILE_CHOICES, helps=dict(
+        model="model folder (config.json is enough) or a named shape: llama-3.1-8b, llama-3.1-70b, qwen3-30b-a3b, "
+              "qwen3.5-hybrid-4b, llama-8b, tiny-llama",
+        attention="default: splash on TPU targets, chunked on CUDA ones",
+        mesh="device mesh over the target's chips (e.g. tensor=8), auto (the first candidate that compiles and "
+             "fits) or none (one chip); default: auto on several chips"))
+    next(a for a in p._actions if a.dest == "model").required = True
     p.add_argument("--lengths", default=None, help="input tokens of the reads compiled, e.g. 32k,128k (default 32k)")
     p.add_argument("--tasks", default=None, help="instead of --lengths: the programs a run of these tasks executes "
                    "(`jaxeval ls`; their length buckets, LM-head rows and generation batches, counted as `jaxeval plan` "
                    "counts them, with the tasks' own --<benchmark>_<setting> flags)")
-    p.add_argument("--mesh", default=None, help="device mesh over the target's chips (e.g. tensor=8), auto "
-                   "(the first candidate that compiles and fits) or none (one chip); default: auto on several chips")
     p.add_argument("--batch_size", default="1", help="sequences read (and prompts decoded) together, or auto: "
                    "the largest power of two up to 64 (auto:N: up to N) whose programs fit, found by compiling")
     p.add_argument("--new_tokens", type=int, default=0, help="also compile generation: the prompt's prefill and "
                    "the decode step with a cache for the length plus this many tokens")
+    p.add_argument("--programs", choices=("all", "read", "generate"), default="all",
+                   help="which of the run's programs to compile: all (default), the read's only, or the "
+                        "generation's only (with --new_tokens: the prompt's prefill and the decode step)")
     p.add_argument("--read_positions", type=int, default=8, help="LM-head rows per sequence (8)")
-    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="bfloat16")
-    p.add_argument("--attention", choices=("chunked", "xla", "splash", "cudnn"), default=None,
-                   help="default: splash on TPU targets, chunked on CUDA ones")
-    p.add_argument("--prefill_chunk", type=int, default=2048, help="tokens per prefill step")
-    p.add_argument("--kv_cache", choices=("exact", "int8", "fp8"), default="exact")
     p.add_argument("--out", default=None, help="write the JSON report here")
     p.add_argument("--hlo_dir", default=None, help="write each compiled program's optimized HLO text here")
     _task_arguments(p)
@@ -101,6 +114,8 @@ def build_report(args) -> dict:
     if args.tasks and args.lengths:
         raise ConfigError("compile: give --lengths or --tasks, not both")
     tasks = [task.strip() for task in (args.tasks or "").split(",") if task.strip()]
+    if _which(args) == "generate" and not args.new_tokens and not tasks:
+        raise ConfigError("compile: --programs generate needs --new_tokens N (the generation to compile)")
     lengths = [] if tasks else parse_lengths(args.lengths or "32k")
     _check_tasks(tasks, args)
     tg.check_installed(t)
@@ -164,6 +179,8 @@ def _check_tasks(tasks, args) -> None:
         return
     if args.new_tokens:
         raise ConfigError("compile: --new_tokens goes with --lengths; with --tasks the tasks' own budgets count")
+    if _which(args) != "all":
+        raise ConfigError("compile: --programs goes with --lengths; with --tasks every program of the run counts")
     from jaxeval.benchmarks.registry import run_tasks
 
     unknown = [task for task in tasks if task not in run_tasks()]
@@ -200,7 +217,9 @@ def _config(args):
 
 def _mesh_candidates(spec, t, config) -> list:
     """Mesh specs to try, in order: the one given, or (auto) tensor as wide as the heads allow with
-    context (data for hybrids) over the rest, then fsdp over every chip, then tensor x fsdp."""
+    context (data for hybrids) over the rest, then fsdp over every chip, then tensor x fsdp; on several
+    slices first a slice's own mesh with data, then fsdp, across the slices (the tensor and context
+    collectives stay on the slice's ICI); an MoE's expert over every chip first."""
     from jaxeval.models.hybrid_layout import is_hybrid
     from jaxeval.models.mesh import auto_mesh_shape
 
@@ -210,14 +229,27 @@ def _mesh_candidates(spec, t, config) -> list:
         return [spec]
     if t.chips == 1:
         return [None]
+    text = lambda shape: ",".join(f"{k}={v}" for k, v in shape.items() if v > 1)
     shape = auto_mesh_shape(t.chips, config.num_heads, config.num_kv_heads, context_parallel=not is_hybrid(config))
-    first = ",".join(f"{k}={v}" for k, v in shape.items() if v > 1)
-    out = [first, f"fsdp={t.chips}"]
+    out = [text(shape), f"fsdp={t.chips}"]
     if shape["tensor"] > 1 and t.chips // shape["tensor"] > 1:
         out.append(f"tensor={shape['tensor']},fsdp={t.chips // shape['tensor']}")
+    if t.slices > 1:  # the slices on the outermost axis (devices come slice by slice): only it crosses the DCN
+        inner = auto_mesh_shape(t.chips // t.slices, config.num_heads, config.num_kv_heads,
+                                context_parallel=not is_hybrid(config))
+        across = [inner | {"data": inner["data"] * t.slices}]
+        if inner["data"] == 1:
+            across.append(inner | {"fsdp": t.slices})
+        out = [text(s) for s in across] + out
     if config.moe is not None and config.moe.num_experts % t.chips == 0:
         out.insert(0, f"expert={t.chips}")
+    out = list(dict.fromkeys(out))
     return out if spec == "auto" or spec is None else out[:1]
+
+
+def _which(args) -> str:
+    """--programs (a namespace from `jaxeval run --target` has none: all)."""
+    return getattr(args, "programs", None) or "all"
 
 
 def _programs(config, abstract, dtype, args, w, backend):
@@ -226,10 +258,11 @@ def _programs(config, abstract, dtype, args, w, backend):
 
     policy = from_flags(None if args.kv_cache == "exact" else args.kv_cache)  # the run's Runtime.kv_cache
     progs = []
-    if w.read:
+    which = _which(args)
+    if w.read and which != "generate":
         progs += read_programs(config, abstract, dtype, tokens=w.tokens, rows=w.rows, read_positions=w.read_positions,
                                prefill_chunk=args.prefill_chunk, backend=backend, kv_cache=policy)
-    if w.new_tokens > 0:
+    if w.new_tokens > 0 and which != "read":
         progs += decode_programs(config, abstract, dtype, prompt=w.tokens, new_tokens=w.new_tokens, rows=w.rows,
                                  prefill_chunk=args.prefill_chunk, backend=backend, kv_cache=policy)
     return progs

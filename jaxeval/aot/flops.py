@@ -10,7 +10,9 @@ the experts, and the TPU's grouped matmul (a Mosaic kernel XLA makes of ragged_d
 cost_estimate counts every row) runs only the row tiles of its own groups, the other shards' pairs
 sorted after them and never run (jaxeval.models.moe_parallel). Pallas (Mosaic) kernels are left out: their
 work is counted from their mask info (jaxeval.aot.programs.splash_blocks). Loops of a traced trip
-count (the splash history's fori_loop) are counted once and reported.
+count (the splash history's fori_loop, decode attention's key-block loop) are counted once and
+reported, their matmuls apart (`dynamic_matmul`: one trip of an unknown number, not comparable
+with a count of the whole work).
 """
 
 from __future__ import annotations
@@ -19,14 +21,22 @@ import math
 
 
 def program_flops(jaxpr) -> dict:
-    """-> {"matmul": FLOPs over all chips, "dynamic_loops": while loops counted once, "pallas_calls": n}."""
-    totals = {"matmul": 0.0, "dynamic_loops": 0, "pallas_calls": 0}
+    """-> {"matmul": FLOPs over all chips, "dynamic_matmul": the part of it inside while loops (of a
+    traced trip count: counted for one trip), "dynamic_loops": while loops counted once, "pallas_calls": n}."""
+    totals = {"matmul": 0.0, "dynamic_matmul": 0.0, "dynamic_loops": 0, "pallas_calls": 0}
     _walk(jaxpr, 1.0, totals)
     return totals
 
 
-def _walk(jaxpr, times: float, totals: dict, experts: int = 1) -> None:
-    """experts: the shards of the `expert` axis of a shard_map around (1 outside one)."""
+def _add(totals: dict, flops: float, dynamic: bool) -> None:
+    totals["matmul"] += flops
+    if dynamic:
+        totals["dynamic_matmul"] += flops
+
+
+def _walk(jaxpr, times: float, totals: dict, experts: int = 1, dynamic: bool = False) -> None:
+    """experts: the shards of the `expert` axis of a shard_map around (1 outside one); dynamic: inside a
+    while loop."""
     jaxpr = getattr(jaxpr, "jaxpr", jaxpr)  # a ClosedJaxpr's inner one
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
@@ -34,28 +44,28 @@ def _walk(jaxpr, times: float, totals: dict, experts: int = 1) -> None:
             (lhs_contract, _), _ = eqn.params["dimension_numbers"]
             lhs = eqn.invars[0].aval.shape
             out = eqn.outvars[0].aval.shape
-            totals["matmul"] += times * 2.0 * math.prod(out) * math.prod(lhs[d] for d in lhs_contract)
+            _add(totals, times * 2.0 * math.prod(out) * math.prod(lhs[d] for d in lhs_contract), dynamic)
             continue
         if name in ("ragged_dot", "ragged_dot_general"):  # an MoE's grouped matmul: each row meets one expert
             lhs = eqn.invars[0].aval.shape
             out = eqn.outvars[0].aval.shape
-            totals["matmul"] += times * 2.0 * math.prod(out) * lhs[-1] / experts
+            _add(totals, times * 2.0 * math.prod(out) * lhs[-1] / experts, dynamic)
             continue
         if name == "pallas_call":
             totals["pallas_calls"] += 1
             continue
         if name == "scan":
-            _walk(eqn.params["jaxpr"], times * eqn.params["length"], totals, experts)
+            _walk(eqn.params["jaxpr"], times * eqn.params["length"], totals, experts, dynamic)
             continue
         if name == "while":
             totals["dynamic_loops"] += 1
-            _walk(eqn.params["body_jaxpr"], times, totals, experts)
+            _walk(eqn.params["body_jaxpr"], times, totals, experts, True)
             continue
         if name == "cond":
             branches = []
             for branch in eqn.params["branches"]:
-                sub = {"matmul": 0.0, "dynamic_loops": 0, "pallas_calls": 0}
-                _walk(branch, times, sub, experts)
+                sub = {"matmul": 0.0, "dynamic_matmul": 0.0, "dynamic_loops": 0, "pallas_calls": 0}
+                _walk(branch, times, sub, experts, dynamic)
                 branches.append(sub)
             worst = max(branches, key=lambda b: b["matmul"])
             for key in totals:
@@ -70,4 +80,4 @@ def _walk(jaxpr, times: float, totals: dict, experts: int = 1) -> None:
         for value in eqn.params.values():
             for sub in value if isinstance(value, (tuple, list)) else (value,):
                 if hasattr(sub, "eqns") or hasattr(getattr(sub, "jaxpr", None), "eqns"):
-                    _walk(sub, times * shards, totals, inner_experts)
+                    _walk(sub, times * shards, totals, inner_experts, dynamic)

@@ -16,8 +16,6 @@ import sys
 
 from jaxeval.errors import ConfigError
 
-COMPILE_KV = ("exact", "int8", "fp8")  # the KV-cache policies jaxeval compile lays out
-
 
 def add_target_argument(p: argparse.ArgumentParser) -> None:
     from jaxeval.aot.targets import TARGETS
@@ -45,8 +43,9 @@ def resolve_target(flags, tasks: list[str]):
         raise ConfigError(f"--target {name}: give --batch_size auto[:N] and/or --mesh auto, what the compile "
                           "for the target chooses")
     kv = flags.model.kv_cache or "exact"
-    if kv not in COMPILE_KV:
-        raise ConfigError(f"--target {name}: --kv_cache {kv} is not compiled ahead of time (only {', '.join(COMPILE_KV)})")
+    laid_out = command.COMPILE_CHOICES["kv_cache"]  # the KV-cache policies jaxeval compile lays out
+    if kv not in laid_out:
+        raise ConfigError(f"--target {name}: --kv_cache {kv} is not compiled ahead of time (only {', '.join(laid_out)})")
     targets.prepare_environment(host_cpu=False)  # this run's own devices are this machine's
     dtype = flags.model.dtype
     print(f"--target {name}: compiling the run's programs for it", file=sys.stderr, flush=True)

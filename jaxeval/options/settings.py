@@ -105,17 +105,19 @@ def add_arguments(parser: argparse.ArgumentParser, prefix: str, settings_class, 
 
 
 def add_flags(parser: argparse.ArgumentParser, options_class, *, names=None, defaults: dict | None = None,
-              helps: dict | None = None, positional: tuple = ()) -> None:
+              helps: dict | None = None, choices: dict | None = None, positional: tuple = ()) -> None:
     """The flags of shared options (no prefix: --dtype), into parser or a group: every field, or
-    those in names; defaults / helps: a command's own default or help for a field (jaxeval bench's
-    --model names a shape); positional: fields taken as positional arguments (jaxeval serve MODEL)."""
-    defaults, helps = defaults or {}, helps or {}
+    those in names; defaults / helps / choices: a command's own default, help or allowed values for a
+    field (jaxeval bench's --model names a shape; jaxeval compile lays out fewer dtypes and KV caches);
+    positional: fields taken as positional arguments (jaxeval serve MODEL)."""
+    defaults, helps, choices = defaults or {}, helps or {}, choices or {}
     for field, kind in fields(options_class):
         if (names is not None and field.name not in names) or field.metadata.get("flag") is False:
             continue
         default = defaults.get(field.name, field.default)
         help_text = helps.get(field.name, field.metadata.get("help")) or None
-        metavar = field.metadata.get("metavar")
+        allowed = choices.get(field.name, field.metadata.get("choices"))
+        metavar = None if field.name in choices else field.metadata.get("metavar")
         if field.name in positional:
             parser.add_argument(field.name, type=kind if kind is not str else None, help=help_text)
         elif kind is bool and field.metadata.get("parse") is None:
@@ -124,7 +126,7 @@ def add_flags(parser: argparse.ArgumentParser, options_class, *, names=None, def
         else:
             parser.add_argument(f"--{field.metadata.get('flag') or field.name}", dest=field.name,
                                 type=kind if kind is not str else None, default=default,
-                                choices=field.metadata.get("choices"), help=help_text,
+                                choices=allowed, help=help_text,
                                 required=bool(field.metadata.get("required")),
                                 **({"metavar": metavar} if metavar else {}))
 

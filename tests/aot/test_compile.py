@@ -31,12 +31,25 @@ needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="jax-cuda12-plugin / jax-cu
 
 def compile_cli(tmp_path, *args, timeout=1200):
     """`jaxeval compile ...` in a fresh process (its backends start on the CPU) -> (exit code, report, stderr)."""
-    out = tmp_path / "report.json"
+    return compile_cli_timed(tmp_path, *args, timeout=timeout)[:3]
+
+
+def compile_cli_timed(tmp_path, *args, timeout=1200):
+    """compile_cli -> (exit code, report, stderr, CPU seconds of that process alone, os.wait4's)."""
+    import threading
+
+    out, log = tmp_path / "report.json", tmp_path / "stderr.txt"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "jaxeval.cli", "compile", *args, "--out", str(out)],
-                          capture_output=True, text=True, env=env, timeout=timeout)
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "jaxeval.cli", "compile", *args, "--out", str(out)],
+                                stdout=subprocess.DEVNULL, stderr=err, env=env)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
     report = json.loads(out.read_text()) if out.is_file() else None
-    return proc.returncode, report, proc.stderr
+    return proc.returncode, report, log.read_text(), usage.ru_utime + usage.ru_stime
 
 
 def check_report(report, chips):
@@ -166,3 +179,52 @@ def test_batch_search_doubles_until_a_batch_does_not_fit(monkeypatch):
     limit = 0
     with pytest.raises(ConfigError, match="not even one sequence of 32768 tokens fits v5e-8"):
         command._largest_batch(None, None, None, None, read, "splash", TARGETS["v5e-8"])
+
+
+def test_compile_takes_the_run_model_flags_with_its_overrides():
+    # one declaration (jaxeval.options.model.ModelOptions): compile's model flags are the run's, with
+    # its own defaults and choices given as overrides
+    import argparse
+    import dataclasses
+
+    from jaxeval.aot import command
+    from jaxeval.options.model import ATTENTION, ModelOptions
+
+    p = argparse.ArgumentParser()
+    command.add_arguments(p)
+    actions = {a.dest: a for a in p._actions}
+    declared = {f.name: f for f in dataclasses.fields(ModelOptions)}
+    for name in command.COMPILE_FLAGS:
+        assert actions[name].option_strings == [f"--{name}"], name
+    assert actions["prefill_chunk"].default == ModelOptions.prefill_chunk
+    assert actions["prefill_chunk"].help == declared["prefill_chunk"].metadata["help"]
+    assert actions["attention"].choices == ATTENTION and actions["attention"].default is None
+    assert actions["dtype"].choices == ("float32", "bfloat16") and actions["dtype"].default == "bfloat16"
+    assert actions["kv_cache"].choices == ("exact", "int8", "fp8") and actions["kv_cache"].metavar is None
+    assert actions["model"].required and actions["mesh"].default is None
+    args = p.parse_args(["v5e-8", "--model", "tiny-llama", "--kv_cache", "int8", "--prefill_chunk", "512"])
+    assert (args.kv_cache, args.prefill_chunk, args.programs) == ("int8", 512, "all")
+    with pytest.raises(SystemExit):
+        p.parse_args(["v5e-8", "--model", "tiny-llama", "--kv_cache", "snapkv"])
+
+
+def test_programs_generate_needs_new_tokens(capsys, compile_environment):
+    from jaxeval.cli import main
+
+    assert main(["compile", "v5e-8", "--model", "tiny-llama", "--programs", "generate"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--programs generate needs --new_tokens" in err
+
+
+def test_auto_mesh_keeps_tensor_within_a_slice():
+    # 2xv5e-8: tensor=16 put half of each head group's all-reduce over the DCN (and did not fit the 8B's
+    # 128k read); the slices go on the outermost axis, a slice's mesh inside
+    from jaxeval.aot.command import _mesh_candidates
+    from jaxeval.aot.shapes import named_config
+    from jaxeval.aot.targets import TARGETS
+
+    llama = named_config("llama-3.1-8b")
+    assert _mesh_candidates(None, TARGETS["2xv5e-8"], llama)[:3] == ["data=2,tensor=8", "fsdp=2,tensor=8",
+                                                                     "tensor=16"]
+    assert _mesh_candidates(None, TARGETS["v5e-8"], llama) == ["tensor=8", "fsdp=8"]
+    assert _mesh_candidates(None, TARGETS["2xv5e-8"], named_config("qwen3.5-hybrid-4b"))[0] == "data=2,tensor=8"

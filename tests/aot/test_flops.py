@@ -48,3 +48,28 @@ def test_moe_traced_for_tpu_runs_the_grouped_matmul_at_the_routed_count(spec):
     assert counted["dynamic_loops"] == 0, counted
     assert 1 <= ratio <= 1.05, ratio  # the top-k outputs' weighted sum is a small einsum jaxeval does not count
     assert prefill.grouped_flops > 0
+
+
+def test_decode_step_ratio_leaves_out_the_key_block_loop():
+    # the 8B's decode step at batch 8 over 131,072 slots traced for v5p-8: its key-block loop (traced bound)
+    # holds one 8,192-key block of attention per layer, counted once; the ratio sets the matmuls outside
+    # it beside the trunk and head (it read 1.29 with the loop's trip in it, and 1.02 when a trip was 512 keys)
+    import jax.numpy as jnp
+
+    from jaxeval.aot import targets as tg
+    from jaxeval.aot.flops import program_flops
+    from jaxeval.aot.programs import Abstract, decode_programs
+    from jaxeval.aot.shapes import named_config
+    from jaxeval.models.mesh import make_mesh
+    from jaxeval.models.platform import target_platform
+
+    config = named_config("llama-3.1-8b")
+    devices = tg.devices("v5p-8")
+    mesh = make_mesh("tensor=4", devices=list(devices), num_heads=config.num_heads, num_kv_heads=config.num_kv_heads)
+    step = decode_programs(config, Abstract(mesh, devices[0]), jnp.bfloat16, prompt=130048, new_tokens=1024, rows=8,
+                           prefill_chunk=2048, backend="splash")[-1]
+    with target_platform("tpu"):
+        traced = step.fn.trace(*step.args, **step.static)
+    counted = program_flops(traced.jaxpr)
+    assert counted["dynamic_loops"] >= 1 and counted["dynamic_matmul"] > 0.2 * step.flops_xla, counted
+    assert 1 <= (counted["matmul"] - counted["dynamic_matmul"]) / step.flops_xla <= 1.05, counted
