@@ -34,7 +34,6 @@ import jax.numpy as jnp
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention_mask import MASK_VALUE, visible
-from jaxeval.models.kv_policy import dense_kv
 
 
 def _scores(q, k, scale, softcap):
