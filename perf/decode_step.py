@@ -46,7 +46,11 @@ def load_package(folder: Path | None):
         from jaxeval.models.kv_policy import from_flags, new_kv_cache
         from jaxeval.models.param_layout import param_shapes
         from jaxeval.models.rope import RopeTables, row_tables
-        return dict(SHAPES=SHAPES, decode_step=decode_step, kinds=kinds, prompt_keys=prompt_keys, config_from_hf=config_from_hf,
+        try:  # the decode cache's layout ([L, B, KV, S, hd] since kv_cache.cache_shape; before, [B, L, S, KV, hd])
+            from jaxeval.engine.kv_cache import cache_shape
+        except ImportError:
+            cache_shape = None
+        return dict(cache_shape=cache_shape, SHAPES=SHAPES, decode_step=decode_step, kinds=kinds, prompt_keys=prompt_keys, config_from_hf=config_from_hf,
                     from_flags=from_flags, new_kv_cache=new_kv_cache, param_shapes=param_shapes,
                     RopeTables=RopeTables, row_tables=row_tables)
     finally:
@@ -72,7 +76,12 @@ def make_step(pkg, shape: str, kind: str, rows: int, slots: int, position: int):
     shapes = pkg["param_shapes"](config)
     params = jax.tree.map(lambda s: jnp.asarray(0.05 * rng.standard_normal(s), jnp.float32), shapes,
                           is_leaf=lambda x: isinstance(x, tuple))
-    cache = [pkg["new_kv_cache"](policy, (rows, config.num_layers, slots, config.num_kv_heads, width), jnp.float32,
+    def shape(width):
+        if pkg["cache_shape"] is not None:
+            return pkg["cache_shape"](config, rows, slots, width)
+        return rows, config.num_layers, slots, config.num_kv_heads, width
+
+    cache = [pkg["new_kv_cache"](policy, shape(width), jnp.float32,
                                  lambda s, d: jnp.asarray(rng.standard_normal(s)).astype(d))
              for width in (config.head_dim, config.value_dim)]
     tokens = jnp.asarray(rng.integers(0, config.vocab_size, rows), jnp.int32)

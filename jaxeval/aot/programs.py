@@ -87,9 +87,13 @@ def _cache(config, place, rows, length, dtype, names, hybrid_rows_first, kv_cach
         from jaxeval.models import hybrid
 
         return hybrid.new_cache(config, rows, length, dtype, make=lambda a, axes: place(a.shape, a.dtype, axes))
-    layout = (rows, config.num_layers) if hybrid_rows_first else (config.num_layers, rows)
-    return tuple(new_kv_cache(kv_cache, (*layout, length, config.num_kv_heads, width), dtype,
-                              lambda s, d: place(s, d, names))
+    from jaxeval.engine.kv_cache import cache_shape
+
+    def shape(width):  # the decode cache's layout (kv_cache.cache_shape), or the read's [L, B, S, KV, hd]
+        return cache_shape(config, rows, length, width) if hybrid_rows_first else (
+            config.num_layers, rows, length, config.num_kv_heads, width)
+
+    return tuple(new_kv_cache(kv_cache, shape(width), dtype, lambda s, d: place(s, d, names))
                  for width in (config.head_dim, config.value_dim))
 
 

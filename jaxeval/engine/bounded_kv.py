@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxeval.engine.decode_row import decode_row, write_step
+from jaxeval.engine.decode_row import decode_rows, write_step
 from jaxeval.engine.kv_cache import KVCache, decode_step, write_prompts
 from jaxeval.engine.sampling import choose_tokens
 from jaxeval.engine.snapkv import snapkv_masks
@@ -98,11 +98,12 @@ def _source_positions(layout: BoundedLayout, config: ModelConfig, keep, length, 
 def compact_row(cache, row_k, row_v, keep, length, row, *, config: ModelConfig):
     """The bounded cache with row `row` filled from a full one-row cache.
 
-    row_k, row_v [1, L, S, KV, hd] holding positions 0 .. length - 1; keep: snapkv's bool [1, L, S, KV]
+    row_k, row_v [L, 1, KV, S, hd] (kv_cache's layout) holding positions 0 .. length - 1; keep: snapkv's bool [1, L, S, KV]
     (None: the prompt fits, everything is kept) or None for streaming."""
     layout = cache.layout
-    src, valid = _source_positions(layout, config, keep, length, row_k.shape[2])
-    gathered = [jnp.take_along_axis(full[0], src[..., None], axis=1) for full in (row_k, row_v)]  # [L, P, KV, hd]
+    src, valid = _source_positions(layout, config, keep, length, row_k.shape[3])
+    gathered = [jnp.take_along_axis(jnp.swapaxes(full[:, 0], 1, 2), src[..., None], axis=1)
+                for full in (row_k, row_v)]  # [L, P, KV, hd]
     positions = jnp.where(valid, src, EMPTY_SLOT).astype(jnp.int32)
     k, v = (jax.lax.dynamic_update_slice(c, g[None].astype(c.dtype), (row, 0, 0, 0, 0))
             for c, g in ((cache.k, gathered[0]), (cache.v, gathered[1])))
@@ -120,11 +121,8 @@ def decode_step_bounded(params, cache, tokens, positions, keys, temperature, top
     now = jnp.broadcast_to(positions[:, None, None], cache.slot_pos.shape[:2] + cache.slot_pos.shape[3:])  # [B, L, KV]
     slot_pos = write_step(cache.slot_pos, now, slots)  # before the rows read it: read after, XLA copies it to write it
 
-    def row(k, v, slot_pos, token, position, slot, row_rope):
-        return decode_row(params, k, v, token, position, row_rope, config=config, policy=runtime.kv_cache, slot=slot,
-                          slot_positions=slot_pos)
-
-    logits, k_new, v_new = jax.vmap(row)(cache.k, cache.v, slot_pos, tokens, positions, slots, rope)
+    logits, k_new, v_new = decode_rows(params, cache.k, cache.v, tokens, positions, rope, config=config,
+                                       policy=runtime.kv_cache, slots=slots, slot_positions=slot_pos)
     k, v = write_step(cache.k, k_new, slots), write_step(cache.v, v_new, slots)
     if suppress is not None:
         logits = logits + suppress

@@ -1,7 +1,10 @@
 """The K/V decode cache: exact (KVCache) and quantized int8 / fp8 codes (QuantizedKVCache).
 
-cache.k, cache.v [B, L, S, KV, hd] (latent attention: an empty value cache, hd 0; int8 / fp8:
-QuantKV codes and float32 scales). On a mesh: rows over data / fsdp, K/V heads over tensor, the
+cache.k, cache.v [L, B, KV, S, hd] (latent attention: an empty value cache, hd 0; int8 / fp8:
+QuantKV codes and float32 scales). Layers first and the sequence second-minor: a layer is one
+contiguous slab and a key block of one row and KV head one contiguous run, which the decode step
+reads in place. Stored [B, L, S, KV, hd] (or [B, L, KV, S, hd]), a TPU compile of the step re-laid
+the whole cache out to [L, B, KV, S, hd] and back every step to attend from it. On a mesh: rows over data / fsdp, K/V heads over tensor, the
 sequence whole (sharding.DECODE_CACHE). The streaming policy's masked form is this cache too: its
 window and sinks are the policy's mask where attention reads (kv_policy.attention_window).
 
@@ -11,10 +14,11 @@ window and sinks are the policy's mask where attention reads (kv_policy.attentio
   or when the rows' ropes differ, each prompt runs alone into its row. Either way each layer
   attends from its own slice of the cache's rows and the chunk's K/V are written after the layer
   scan, in place: the row's whole cache is never copied.
-- Decode is written for one sequence (decode_row) and vmapped over the rows with per-row
-  positions. The first step feeds each prompt's last token. Each layer attends from the cache
-  with its own new K/V seen at their slot, and every layer's new K/V are written once after the
-  layer scan, row by row in place into the donated cache (decode_row.write_step).
+- Decode runs all rows at once (decode_row.decode_rows) with per-row positions: the per-token
+  parts of a layer vmapped over the rows, attention over the batch, its key blocks sliced for every
+  row in place. The first step feeds each prompt's last token. Each layer attends from the cache
+  with the rows' own new K/V seen at their slots, and every layer's new K/V are written once after
+  the layer scan, vector by vector in place into the donated cache (decode_row.write_cells).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxeval.engine.decode_row import decode_row, scan_layers, write_step
+from jaxeval.engine.decode_row import decode_rows, scan_layers, write_cells
 from jaxeval.engine.sampling import choose_tokens
 from jaxeval.models.context import stripe_order, take_row, write_row
 from jaxeval.models.decoder import embed_tokens, layer_forward
@@ -34,12 +38,18 @@ from jaxeval.models.kv_policy import new_kv_cache
 from jaxeval.models.rope import RopeTables, rope_key, rope_tables
 from jaxeval.models.sharding import DECODE_CACHE, constrain, host_array, zeros
 
-LAYER_ROWS = DECODE_CACHE[:1] + DECODE_CACHE[2:]  # one layer of the decode cache: [B, S, KV, hd]
+LAYER_ROWS = DECODE_CACHE[1:]  # one layer of the decode cache: [B, KV, S, hd]
+ROW_AXIS, SEQ_AXIS = 1, 3  # the decode cache's row and sequence axes
+
+
+def cache_shape(config, rows: int, length: int, width: int) -> tuple:
+    """The decode cache's shape [L, B, KV, S, width]."""
+    return config.num_layers, rows, config.num_kv_heads, length, width
 
 
 @dataclasses.dataclass
 class KVCache:
-    """The exact cache: k, v [B, L, S, KV, hd] in the run's dtype."""
+    """The exact cache: k, v [L, B, KV, S, hd] in the run's dtype."""
 
     k: object
     v: object
@@ -51,7 +61,7 @@ class KVCache:
     @classmethod
     def zeros(cls, config, runtime, rows: int, length: int) -> KVCache:
         return cls(*(new_kv_cache(runtime.kv_cache if cls.quantized else None,
-                                  (rows, config.num_layers, length, config.num_kv_heads, width), runtime.jnp_dtype,
+                                  cache_shape(config, rows, length, width), runtime.jnp_dtype,
                                   lambda s, d: zeros(s, d, runtime.mesh, DECODE_CACHE))
                      for width in (config.head_dim, config.value_dim)))  # latent attention: an empty value cache
 
@@ -73,7 +83,7 @@ class KVCache:
 @dataclasses.dataclass
 class QuantizedKVCache(KVCache):
     """int8 / fp8 (runtime.kv_cache): k, v as QuantKV codes [B, L, S, KV, hd] and float32 scales
-    [B, L, S, KV, 1]; a chunk's and a step's K/V are quantized before any query sees them."""
+    [L, B, KV, S, 1]; a chunk's and a step's K/V are quantized before any query sees them."""
 
     quantized = True
 
@@ -120,12 +130,12 @@ def prefill_rows(params, cache: KVCache, chunk_ids, start, row, rope, *, config,
     """
     mesh = runtime.mesh
     r, c = chunk_ids.shape
-    whole = r == cache.k.shape[0]  # every row at once (or the cache's only row)
+    whole = r == cache.k.shape[ROW_AXIS]  # every row at once (or the cache's only row)
     positions = start + jnp.arange(c)
 
-    def layer_rows(t, i):  # [B, L, S, ...] -> layer i of the chunk's rows [R, S, ...]
-        t = jax.lax.dynamic_index_in_dim(t, i, axis=1, keepdims=False)
-        return t if whole else take_row(t, row, mesh, LAYER_ROWS)
+    def layer_rows(t, i):  # [L, B, KV, S, ...] -> layer i of the chunk's rows [R, S, KV, ...], as layers read
+        t = jax.lax.dynamic_index_in_dim(t, i, axis=0, keepdims=False)
+        return jnp.swapaxes(t if whole else take_row(t, row, mesh, LAYER_ROWS), 1, 2)
 
     x = constrain(embed_tokens(params, config, chunk_ids), mesh, "batch", "sequence", "hidden")
     if mesh is not None and mesh.shape["context"] > 1:
@@ -141,11 +151,11 @@ def prefill_rows(params, cache: KVCache, chunk_ids, start, row, rope, *, config,
 
     _, k_new, v_new = scan_layers(params, config, rope, layer, x)
 
-    def write(t, new):  # new [L, R, C, ...] (natural token order) -> rows, layers, positions start ..
-        new = jnp.swapaxes(new, 0, 1)
+    def write(t, new):  # new [L, R, C, KV, ...] (natural token order) -> layers, rows, KV, positions start ..
+        new = jnp.swapaxes(new, 2, 3)
         if whole:
-            return jax.lax.dynamic_update_slice(t, new.astype(t.dtype), (0, 0, start) + (0,) * (t.ndim - 3))
-        return write_row(t, new, row, start, mesh, DECODE_CACHE)
+            return jax.lax.dynamic_update_slice(t, new.astype(t.dtype), (0, 0, 0, start, 0))
+        return write_row(t, new, row, start, mesh, DECODE_CACHE, seq_axis=SEQ_AXIS, row_axis=ROW_AXIS)
 
     k, v = (constrain(jax.tree.map(write, t, new), mesh, *DECODE_CACHE) for t, new in ((cache.k, k_new),
                                                                                           (cache.v, v_new)))
@@ -165,9 +175,9 @@ def decode_step(params, cache: KVCache, tokens, positions, keys, temperature, to
     Returns (next tokens int32 [B], positions + 1, cache).
     """
     mesh = runtime.mesh
-    row = functools.partial(decode_row, params, config=config, policy=runtime.kv_cache)
-    logits, k_new, v_new = jax.vmap(row)(cache.k, cache.v, tokens, positions, rope, keep=cache.visible())
-    k, v = write_step(cache.k, k_new, positions), write_step(cache.v, v_new, positions)
+    logits, k_new, v_new = decode_rows(params, cache.k, cache.v, tokens, positions, rope, config=config,
+                                       policy=runtime.kv_cache, keep=cache.visible(), layers_first=True)
+    k, v = (write_cells(c, new, positions) for c, new in ((cache.k, k_new), (cache.v, v_new)))
     if suppress is not None:  # the first min_new_tokens steps: end-of-generation ids cannot be chosen
         logits = logits + suppress
     chosen = choose_tokens(logits, keys, positions, temperature, top_p)

@@ -30,17 +30,18 @@ from jaxeval.models.rope import RopeTables, rope_tables
 def observe_row(params, cache_k, cache_v, keep, window_ids, start, row, rope, *, config: ModelConfig, runtime):
     """keep bool [B, L, S, KV] with row `row`'s slots chosen by its observation window.
 
-    cache_k, cache_v [B, L, S, KV, hd] holding the prompt (prefilled); window_ids int [1, W]: the
+    cache_k, cache_v [L, B, KV, S, hd] (kv_cache's layout) holding the prompt (prefilled); window_ids int [1, W]: the
     prompt's last W tokens, at positions start .. start + W - 1; rope: RopeTables of the prompt.
     """
     policy = runtime.kv_cache
     w = window_ids.shape[1]
     positions = start + jnp.arange(w)
-    row_k, row_v = (jax.lax.dynamic_index_in_dim(cache, row, axis=0, keepdims=False) for cache in (cache_k, cache_v))
+    row_k, row_v = (jax.lax.dynamic_index_in_dim(cache, row, axis=1, keepdims=False) for cache in (cache_k, cache_v))
     windows = jnp.asarray(np.array(config.layer_windows, dtype=np.int32))
 
     def layer(x, xs):
-        lp, inv_freq, scale, window, layer_k, layer_v = xs  # layer_k, layer_v [S, KV, hd]
+        lp, inv_freq, scale, window, layer_k, layer_v = xs
+        layer_k, layer_v = (jnp.swapaxes(c, 0, 1) for c in (layer_k, layer_v))  # [S, KV, hd], as attention reads
         q, k, v = attention_inputs(lp, config, x, positions, (inv_freq, scale))
         keys, values = (jax.lax.dynamic_update_slice_in_dim(c[None], n.astype(c.dtype), start, axis=1)
                         for c, n in ((layer_k, k), (layer_v, v)))
@@ -58,10 +59,10 @@ def observe_row(params, cache_k, cache_v, keep, window_ids, start, row, rope, *,
 
 
 def snapkv_masks(params, config: ModelConfig, runtime, cache: KVCache, prompts) -> jax.Array:
-    """keep bool [B, L, S, KV] for a prefilled batch cache (k, v [B, L, S, KV, hd]) of `prompts`
+    """keep bool [B, L, S, KV] for a prefilled batch cache (k, v [L, B, KV, S, hd]) of `prompts`
     (int32 arrays; rows past them are padding). A prompt of at most `window` tokens keeps everything."""
     policy = runtime.kv_cache
-    b, layers, s, kv, _ = cache.k.shape
+    layers, b, kv, s, _ = cache.k.shape
     keep = jnp.ones((b, layers, s, kv), bool)
     for r, prompt in enumerate(prompts):
         if prompt.size <= policy.window:
@@ -74,7 +75,7 @@ def snapkv_masks(params, config: ModelConfig, runtime, cache: KVCache, prompts) 
 
 @dataclasses.dataclass
 class SnapKVMaskCache(KVCache):
-    """SnapKV as a mask over the full cache: k, v [B, L, S, KV, hd] and keep bool [B, L, S, KV]."""
+    """SnapKV as a mask over the full cache: k, v [L, B, KV, S, hd] and keep bool [B, L, S, KV]."""
 
     keep: object = None
 

@@ -34,7 +34,6 @@ import jax.numpy as jnp
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention_mask import MASK_VALUE, visible
-from jaxeval.models.kv_policy import dense_kv
 
 
 def _scores(q, k, scale, softcap):
@@ -184,62 +183,18 @@ def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softca
     new_kv: None, or (k, v [KV, hd] as the cache stores them, slot int): this query's own key and
     value, not yet in the cache, seen at `slot` (holding `position`) in place of what the cache holds
     there. The batched decode step writes every layer's K/V once after its layer scan, so no
-    per-layer write of a vmapped row becomes a scatter over the whole cache; substituting at the
-    slot keeps the sums exactly those of a cache written first.
+    per-layer write of a vmapped row becomes a scatter over the whole cache.
+    A batch of one of jaxeval.models.decode_attention.decode_attention_rows (what the batched step runs).
     """
-    h, d = q.shape
-    s_len, num_kv = cache_k.shape[1], cache_k.shape[2]
-    bk = min(block_k, s_len)
-    if s_len % bk:
-        raise ValueError(f"decode attention needs the cache length {s_len} to be a multiple of {bk}")
-    rows = q.reshape(num_kv, h // num_kv, d)  # the query heads of each KV group
-    if slot_positions is None:
-        first = jnp.where(window > 0, jnp.maximum(position - window + 1, 0), 0) // bk
-        last = position // bk + 1
-    else:  # slots are not in position order: visit them all (a bounded cache is small)
-        first, last = 0, s_len // bk
+    from jaxeval.models.decode_attention import decode_attention_rows
 
-    def key_block(j, carry):
-        m, l, acc = carry
-        kb, vb = (_cache_block(cache, layer, j * bk, bk, q.dtype) for cache in (cache_k, cache_v))  # [bk, KV, hd]
-        if new_kv is not None:
-            here = (j * bk + jnp.arange(bk) == new_kv[2])[:, None, None]
-            kb, vb = (jnp.where(here, dense_kv(n, block.dtype)[None], block) for n, block in zip(new_kv[:2], (kb, vb)))
-        s = jnp.einsum("kgd,skd->kgs", rows, kb, preferred_element_type=jnp.float32) * scale
-        if softcap:
-            s = jnp.tanh(s / softcap) * softcap
-        if slot_positions is None:
-            key_positions = j * bk + jnp.arange(bk)
-        else:  # [bk, KV] -> [KV, 1, bk]
-            key_positions = jax.lax.dynamic_slice(slot_positions, (layer, j * bk, 0), (1, bk, num_kv))[0].T[:, None, :]
-            if new_kv is not None:  # the slot this query's key goes to holds its position (not yet stored)
-                key_positions = jnp.where(j * bk + jnp.arange(bk) == new_kv[2], position, key_positions)
-        diff = position - key_positions
-        seen = (diff >= 0) & ((window <= 0) | (diff < window))
-        if sinks is not None:
-            seen = seen | ((diff >= 0) & (key_positions < sinks))
-        if keep is not None:  # [bk, KV] -> [KV, 1, bk]
-            seen = seen & jax.lax.dynamic_slice(keep, (layer, j * bk, 0), (1, bk, num_kv))[0].T[:, None, :]
-        s = jnp.where(seen, s, MASK_VALUE)
-        m_new = jnp.maximum(m, s.max(axis=-1))
-        p = jnp.exp(s - m_new[..., None])
-        alpha = jnp.exp(m - m_new)
-        pv = jnp.einsum("kgs,skd->kgd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)
-        return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
+    def one(t):  # this query's row as a batch of one
+        return None if t is None else jax.tree.map(lambda a: a[None], t)
 
-    shape = (num_kv, h // num_kv)
-    init = _online_init(shape, d, None if sink_logits is None else _head_rows(sink_logits, num_kv))
-    if sinks is not None and slot_positions is None:  # the sinks' blocks that lie before the window's first
-        init = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block, init)
-    _, l, acc = jax.lax.fori_loop(first, last, key_block, init)
-    return (acc / l[..., None]).reshape(h, d).astype(q.dtype)
-
-
-def _cache_block(cache, layer, start, size, dtype):
-    """Slots start .. start + size - 1 of one layer of a stacked cache [L, S, KV, hd] -> [size, KV, hd]:
-    the stored array's own dtype, or a quantized cache's codes rebuilt in dtype."""
-    block = jax.tree.map(lambda c: jax.lax.dynamic_slice(c, (layer, start, 0, 0), (1, size) + c.shape[2:])[0], cache)
-    return dense_kv(block, dtype)
+    out = decode_attention_rows(q[None], one(cache_k), one(cache_v), layer, jnp.asarray(position)[None], window, scale,
+                                softcap, block_k, sinks, one(keep), sink_logits, one(slot_positions),
+                                None if new_kv is None else (one(new_kv[0]), one(new_kv[1]), jnp.asarray(new_kv[2])[None]))
+    return out[0]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -169,24 +169,27 @@ def take_row(cache, row, mesh: Mesh, names):
     return run(cache, jnp.asarray(row, jnp.int32))
 
 
-def write_row(cache, new, row, start, mesh: Mesh, names):
-    """cache [B, L, S, ...] (rows sharded by `names`, S whole) with new [1, L, T, ...] written at
-    (row, 0, start): only the shard holding the row changes it."""
+def write_row(cache, new, row, start, mesh: Mesh, names, seq_axis: int = 2, row_axis: int = 0):
+    """cache [B, L, S, ...] (rows sharded by `names`, S whole; the rows at row_axis, S at seq_axis) with
+    new [1, L, T, ...] (1 at row_axis) written at (row, 0, start): only the shard holding the row changes it."""
     cache_spec = spec(cache.shape, names, mesh)
-    axis = cache_spec[0]
+    axis = cache_spec[row_axis]
     new = new.astype(cache.dtype)
-    at = (row, 0, start) + (0,) * (cache.ndim - 3)
+    def at(row, start):
+        return tuple(row if a == row_axis else start if a == seq_axis else 0 for a in range(cache.ndim))
+
     if axis is None:
-        return jax.lax.dynamic_update_slice(cache, new, at)
+        return jax.lax.dynamic_update_slice(cache, new, at(row, start))
 
     def local(cache, new, row, start):
-        n = cache.shape[0]
+        n = cache.shape[row_axis]
         base = jax.lax.axis_index(axis) * n
-        where = (jnp.clip(row - base, 0, n - 1), 0, start) + (0,) * (cache.ndim - 3)
+        where = at(jnp.clip(row - base, 0, n - 1), start)
         old = jax.lax.dynamic_slice(cache, where, new.shape)
         mine = (row >= base) & (row < base + n)
         return jax.lax.dynamic_update_slice(cache, jnp.where(mine, new, old), where)
 
-    run = _shard_map(local, mesh=mesh, in_specs=(cache_spec, P(None, *cache_spec[1:]), P(), P()),
+    new_spec = P(*(None if a == row_axis else s for a, s in enumerate(cache_spec)))
+    run = _shard_map(local, mesh=mesh, in_specs=(cache_spec, new_spec, P(), P()),
                      out_specs=cache_spec, check_vma=False)
     return run(cache, new, jnp.asarray(row, jnp.int32), jnp.asarray(start, jnp.int32))

@@ -61,7 +61,9 @@ RULES: dict[str, tuple[str, ...]] = {
 }
 
 READ_CACHE = ("layers", "cache_batch", "cache_sequence", "cache_kv_heads", "head_dim")
-DECODE_CACHE = ("cache_batch", "layers", "decode_sequence", "cache_kv_heads", "head_dim")
+# [L, B, KV, S, hd]: each layer, row and KV head's keys contiguous, the sequence second-minor (the decode
+# step reads key blocks of every row in place; jaxeval.engine.kv_cache)
+DECODE_CACHE = ("layers", "cache_batch", "cache_kv_heads", "decode_sequence", "head_dim")
 
 
 def spec(shape, names, mesh: Mesh) -> P:

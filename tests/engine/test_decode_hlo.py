@@ -80,12 +80,13 @@ def _common(config):
 def _exact_hlo(policy):
     config, params = tiny(max_position_embeddings=2 * SLOTS)
     runtime = Runtime(dtype="float32", kv_cache=policy)
-    shape = (ROWS, config.num_layers, SLOTS, config.num_kv_heads, config.head_dim)
+    shape = (config.num_layers, ROWS, config.num_kv_heads, SLOTS, config.head_dim)  # kv_cache.cache_shape
     layer = new_kv_cache(policy, shape, jnp.float32, jnp.zeros)
     kind = cache_type(config, runtime, bounded_kv=False)  # the full cache (SnapKV: its mask)
     assert kind is {None: KVCache, "int8": QuantizedKVCache, "fp8": QuantizedKVCache,
                     "snapkv": SnapKVMaskCache}[policy and policy.kind]
-    cache = SnapKVMaskCache(layer, layer, jnp.ones(shape[:-1], bool)) if kind is SnapKVMaskCache else kind(layer, layer)
+    keep = jnp.ones((ROWS, config.num_layers, SLOTS, config.num_kv_heads), bool)
+    cache = SnapKVMaskCache(layer, layer, keep) if kind is SnapKVMaskCache else kind(layer, layer)
     return decode_step.lower(params, cache, *_common(config), _rope(config), config=config,
                              runtime=runtime).compile().as_text(), _shapes(layer)
 

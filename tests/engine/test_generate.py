@@ -214,7 +214,7 @@ def test_decode_step_never_copies_the_cache(small):
     temporaries stay far below the cache's size (a copy per step would double the memory traffic)."""
     config, params = small
     rows, s_len = 4, 16384
-    layer_cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
+    layer_cache = jnp.zeros((config.num_layers, rows, config.num_kv_heads, s_len, config.head_dim))
     ints = jnp.zeros(rows, jnp.int32)
     compiled = decode_step.lower(params, KVCache(layer_cache, layer_cache), ints, ints,
                                  prompt_keys(np.uint32(0), ints), jnp.float32(0), jnp.float32(1),
@@ -254,7 +254,7 @@ def test_prompt_prefill_writes_in_place_and_never_copies_a_rows_cache():
     the cache of the rows it writes (taking a row out whole, as the old one-row prefill did, copied it)."""
     config, params = tiny(num_hidden_layers=8, max_position_embeddings=16384)
     rows, s_len = 4, 8192
-    layer_cache = jnp.zeros((rows, config.num_layers, s_len, config.num_kv_heads, config.head_dim))
+    layer_cache = jnp.zeros((config.num_layers, rows, config.num_kv_heads, s_len, config.head_dim))
     rope = rope_tables(config, 1000)
     for r in (1, rows):
         compiled = prefill_rows.lower(params, KVCache(layer_cache, layer_cache), jnp.zeros((r, 64), jnp.int32),

@@ -198,7 +198,7 @@ def test_snapkv_keeps_the_positions_the_reference_picks_and_generates_as_the_mas
     reference_logits(params, config, prompt, capture=captured)
     want_keep = reference_snapkv(config, captured, n, policy)
 
-    cache = KVCache(*(jnp.zeros((1, config.num_layers, 256, config.num_kv_heads, config.head_dim)) for _ in range(2)))
+    cache = KVCache(*(jnp.zeros((config.num_layers, 1, config.num_kv_heads, 256, config.head_dim)) for _ in range(2)))
     padded = np.zeros((1, 128), np.int32)
     padded[0, :n] = prompt
     rope = rope_tables(config, n)
