@@ -18,7 +18,7 @@ output compared element for element with the plain side's: an XLA flag's effect 
 process, where separate processes under a shared machine's load differ by more than the flag.
 --cores N: this process (XLA's and torch's threads) pinned to N of its allowed CPUs and torch given N
 threads, set before jax starts; --cores 1 measures each side's work on one core, without the
-threads' synchronisation (docs/performance_2026-12.md, section 5).
+threads' synchronisation (docs/performance_2026-12.md, section 6).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ tiny-llama shape (random weights, the embedded tokenizer).
     python perf/rules_reuse.py --limit 2 --repeats 3 --out perf/results/rules_reuse.json
     python perf/rules_reuse.py --limit 12 --repeats 2 --out perf/results/rules_reuse_limit12.json  # the whole set
 
-planned_work's token_trie is the bound of any reuse (docs/performance_2026-12.md section 5).
+planned_work's token_trie is the bound of any reuse (docs/performance_2026-12.md section 7).
 """
 
 from __future__ import annotations
