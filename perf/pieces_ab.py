@@ -74,7 +74,7 @@ def main() -> None:
                 cache = jax.block_until_ready(tuple(jnp.full(shape, 0.01, jnp.float32) for _ in range(2)))
                 w, cpu = time.perf_counter(), time.process_time()
                 out = jax.block_until_ready(read.prefill_chunk(p, *cache, ids, jnp.int32(t - chunk), rope, config=c,
-                                                               backend=backend))
+                                                               runtime=read.Runtime(attention=backend, dtype="float32")))
                 return time.perf_counter() - w, time.process_time() - cpu, out
             fns[f"{tag}:chunk"] = run_chunk
         if "head" in what:
