@@ -73,8 +73,9 @@ def main() -> None:
             def run_chunk(read=read, c=c, p=p, rope=rope, ids=ids, shape=shape, backend=model.attention):
                 cache = jax.block_until_ready(tuple(jnp.full(shape, 0.01, jnp.float32) for _ in range(2)))
                 w, cpu = time.perf_counter(), time.process_time()
+                runtime = read.Runtime(attention=backend, dtype="float32")
                 out = jax.block_until_ready(read.prefill_chunk(p, *cache, ids, jnp.int32(t - chunk), rope, config=c,
-                                                               runtime=read.Runtime(attention=backend, dtype="float32")))
+                                                               runtime=runtime))
                 return time.perf_counter() - w, time.process_time() - cpu, out
             fns[f"{tag}:chunk"] = run_chunk
         if "head" in what:

@@ -131,13 +131,14 @@ def write_chunk(cache, new, start, mesh: Mesh, names, layer=None):
     cache_spec = spec(cache.shape, names, mesh)
     axis = cache_spec[2]
     new = new.astype(cache.dtype)
-    if layer is None:
-        layer, lead = 0, ()
+    one_layer = layer is not None
+    if one_layer:
+        new = new[None]  # [1, B, T, KV, hd], written at the layer
     else:
-        new, lead = new[None], (P(),)
+        layer = 0
     if axis is None:
         return jax.lax.dynamic_update_slice(cache, new, (layer, 0, start, 0, 0))
-    new_spec = P(None if lead else cache_spec[0], cache_spec[1], None, *cache_spec[3:])
+    new_spec = P(None if one_layer else cache_spec[0], cache_spec[1], None, *cache_spec[3:])
 
     def local(cache, new, start, layer):
         n, t = cache.shape[2], new.shape[2]
