@@ -24,7 +24,6 @@ from jaxeval.engine.buckets import chunk_size, count_bucket, length_bucket
 from jaxeval.engine.runtime import Runtime
 from jaxeval.errors import InputTooLongError
 from jaxeval.models.config import ModelConfig
-from jaxeval.models.context import write_chunk
 from jaxeval.models import hybrid
 from jaxeval.models.decoder import embed_tokens, final_logits, run_layers
 from jaxeval.models.hybrid_layout import check_hybrid_mesh, is_hybrid
@@ -63,11 +62,9 @@ def prefill_chunk(params, cache_k, cache_v, chunk_ids, start, rope, *, config, r
     mesh = runtime.mesh
     c = chunk_ids.shape[1]
     x = embed_tokens(params, config, chunk_ids)
-    x, (k_new, v_new) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start,
-                                   runtime.attention, mesh, rope=rope, policy=runtime.kv_cache)
-    # on a mesh each sequence shard of the cache writes its own part of the chunk
-    cache_k, cache_v = (jax.tree.map(lambda c, n: write_chunk(c, n, start, mesh, READ_CACHE), cache, new)
-                        for cache, new in ((cache_k, k_new), (cache_v, v_new)))  # leaf by leaf: QuantKV codes, scales
+    # each layer writes its K/V into the donated cache in place, where attention reads them (run_layers)
+    x, (cache_k, cache_v) = run_layers(params, config, x, start + jnp.arange(c), (cache_k, cache_v), start,
+                                       runtime.attention, mesh, rope=rope, policy=runtime.kv_cache)
     return constrain(cache_k, mesh, *READ_CACHE), constrain(cache_v, mesh, *READ_CACHE), x
 
 

@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention_mask import MASK_VALUE, visible
+from jaxeval.models.cache_layer import kv_block as cache_block
 
 
 def _scores(q, k, scale, softcap):
@@ -100,6 +101,8 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHU
     the scale into the exp's pass, so no separate pass writes scaled scores; and K/V blocks are sliced
     from the cache in its own [B, S, KV, hd] layout and transposed block by block (64 KB) rather than
     the whole cache (16 MB per layer at 32k keys) transposed once per chunk. Both keep the exact bits.
+    k and v may be CacheLayers (jaxeval.models.cache_layer): a prefill chunk's blocks come straight out of
+    the stacked cache, which is never sliced by layer.
     """
     b, t, h, d = q.shape
     s_len, num_kv = k.shape[1], k.shape[2]
@@ -109,8 +112,8 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHU
         raise ValueError(f"chunked attention needs T={t} and S={s_len} to be multiples of {bq} and {bk}")
     q_grouped = q.reshape(b, t, num_kv, g, d).transpose(0, 2, 1, 3, 4)  # [B, KV, T, G, hd]
 
-    def kv_block(x, j):  # [B, S, KV, hd] -> key block j as [B, KV, bk, hd]
-        return jax.lax.dynamic_slice_in_dim(x, j * bk, bk, axis=1).transpose(0, 2, 1, 3)
+    def kv_block(x, j):  # [B, S, KV, hd] (or a CacheLayer, read in place) -> key block j as [B, KV, bk, hd]
+        return cache_block(x, j * bk, bk).transpose(0, 2, 1, 3)
 
     def one_query_block(i):
         rows = jax.lax.dynamic_slice_in_dim(q_grouped, i * bq, bq, axis=2).reshape(b, num_kv, bq * g, d)
@@ -212,6 +215,7 @@ class AttentionBackend:
     build: Callable | None = None  # (config, mesh) -> attend(q, k, v, q_start, window, scale, softcap)
     about: str = ""
     test_only_platforms: tuple[str, ...] = ()  # runs there (slowly), but is never suggested there
+    reads_cache_layer: bool = False  # takes k, v as a jaxeval.models.cache_layer.CacheLayer (read in place)
 
 
 def _build_xla(config, mesh):
@@ -238,7 +242,7 @@ REGISTRY = {b.name: b for b in (
     AttentionBackend("xla", ("cpu", "gpu", "tpu"), True, True, None, build=_build_xla,
                      about="reference; materialises [T, S] scores"),
     AttentionBackend("chunked", ("cpu", "gpu", "tpu"), True, True, None, build=_build_chunked,
-                     about="pure-JAX blockwise online softmax; the CPU and fallback path"),
+                     about="pure-JAX blockwise online softmax; the CPU and fallback path", reads_cache_layer=True),
     AttentionBackend("splash", ("tpu", "cpu"), True, True, None, build=_build_splash,
                      about="Pallas TPU kernel (CPU: interpret mode, for tests only)", test_only_platforms=("cpu",)),
     AttentionBackend("cudnn", ("gpu",), True, False, ("bfloat16", "float16"), head_dim_multiple=8,

@@ -123,18 +123,24 @@ def mesh_attention(attend, q, k, v, cache, start, window, scale, softcap, mesh: 
                sink_logits)
 
 
-def write_chunk(cache, new, start, mesh: Mesh, names):
+def write_chunk(cache, new, start, mesh: Mesh, names, layer=None):
     """cache [L, B, S, KV, hd] (sharded by the logical `names`) with new [L, B, T, KV, hd] written at
-    positions start .. start + T - 1. Each sequence shard writes only the part it holds, so the
-    cache is never gathered: every shard updates a window of min(T, S_local) positions, masked."""
+    positions start .. start + T - 1 (layer: None, or an int scalar, new [B, T, KV, hd] written into that
+    layer alone). Each sequence shard writes only the part it holds, so the cache is never gathered:
+    every shard updates a window of min(T, S_local) positions, masked."""
     cache_spec = spec(cache.shape, names, mesh)
     axis = cache_spec[2]
     new = new.astype(cache.dtype)
+    one_layer = layer is not None
+    if one_layer:
+        new = new[None]  # [1, B, T, KV, hd], written at the layer
+    else:
+        layer = 0
     if axis is None:
-        return jax.lax.dynamic_update_slice_in_dim(cache, new, start, axis=2)
-    new_spec = P(*cache_spec[:2], None, *cache_spec[3:])
+        return jax.lax.dynamic_update_slice(cache, new, (layer, 0, start, 0, 0))
+    new_spec = P(None if one_layer else cache_spec[0], cache_spec[1], None, *cache_spec[3:])
 
-    def local(cache, new, start):
+    def local(cache, new, start, layer):
         n, t = cache.shape[2], new.shape[2]
         w = min(n, t)
         base = jax.lax.axis_index(axis) * n
@@ -142,11 +148,13 @@ def write_chunk(cache, new, start, mesh: Mesh, names):
         index = base + offset + jnp.arange(w) - start  # which new row lands at each position of the window
         inside = ((index >= 0) & (index < t))[None, None, :, None, None]
         rows = jnp.take(new, jnp.clip(index, 0, t - 1), axis=2)
-        old = jax.lax.dynamic_slice_in_dim(cache, offset, w, axis=2)
-        return jax.lax.dynamic_update_slice_in_dim(cache, jnp.where(inside, rows, old), offset, axis=2)
+        at = (layer, 0, offset, 0, 0)
+        old = jax.lax.dynamic_slice(cache, at, rows.shape)
+        return jax.lax.dynamic_update_slice(cache, jnp.where(inside, rows, old), at)
 
-    run = _shard_map(local, mesh=mesh, in_specs=(cache_spec, new_spec, P()), out_specs=cache_spec, check_vma=False)
-    return run(cache, new, jnp.asarray(start, jnp.int32))
+    run = _shard_map(local, mesh=mesh, in_specs=(cache_spec, new_spec, P(), P()), out_specs=cache_spec,
+                     check_vma=False)
+    return run(cache, new, jnp.asarray(start, jnp.int32), jnp.asarray(layer, jnp.int32))
 
 
 def take_row(cache, row, mesh: Mesh, names):

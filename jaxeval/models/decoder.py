@@ -17,10 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxeval.models.attention import get_attention
+from jaxeval.models.attention import REGISTRY, get_attention
+from jaxeval.models.cache_layer import CacheLayer, dense_layer, layer_of, write_layer
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.kv_policy import attention_window, dense_kv, stored_kv, write_kv
-from jaxeval.models.context import mesh_attention, stripe_order
+from jaxeval.models.context import mesh_attention, stripe_order, write_chunk
 from jaxeval.models.layer_stacks import layer_stacks
 from jaxeval.models.mla import LATENT_NORM_EPS, mla_output, mla_queries_keys
 from jaxeval.models.moe import sparse_moe
@@ -28,7 +29,7 @@ from jaxeval.models.moe_parallel import expert_parallel_routed
 from jaxeval.models.quant import dense_weight
 from jaxeval.models.param_layout import param, param_shapes
 from jaxeval.models.rope import RopeTables, apply_rope, rope_tables, rotary_cos_sin
-from jaxeval.models.sharding import constrain
+from jaxeval.models.sharding import READ_CACHE, constrain
 
 
 class Decoder(nnx.Module):
@@ -180,7 +181,7 @@ def output_gate(lp, c: ModelConfig, x):
 
 
 def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, start=0, backend="xla",
-                  mesh=None, cache_sharded=True, policy=None):
+                  mesh=None, cache_sharded=True, policy=None, layer=None):
     """One decoder layer. x [B, T, D]; positions int [T] (absolute); rope: see attention_inputs;
     window int scalar (0 = none).
 
@@ -192,6 +193,10 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
     Returns (x, (k_new, v_new)) with k_new, v_new [B, T, KV, hd] in natural token order (under an
     int8 / fp8 KV cache, their QuantKV codes and scales: what the cache stores).
     policy: the run's KV-cache policy (jaxeval.models.kv_policy.KVPolicy, Runtime.kv_cache); None: exact.
+    layer: None, or an int scalar: cache is then the stacked cache (k, v) [L, B, S, KV, hd] and this chunk's
+    K/V are written into its layer `layer` in place, attention reading them there (jaxeval.models.cache_layer:
+    the layer is never copied out for a backend that reads blocks); the second item returned is then the
+    written stacked cache.
     """
     with jax.named_scope("attention"):  # profiles name each block's parts (jax.profiler, XLA dumps)
         q, k, v = attention_inputs(lp, c, x, positions, rope)
@@ -200,41 +205,55 @@ def layer_forward(lp, c: ModelConfig, x, positions, rope, window, cache=None, st
         attend = get_attention(backend, c)  # static masks (splash, cudnn) need the model's layer windows
         if mesh is not None:  # (KV-cache policies are refused on a mesh at load)
             q = constrain(q, mesh, "batch", "sequence", "act_heads", "head_dim")
+            # the layer's cache before the chunk: a copy of the layer (the shards gather it along the sequence)
+            layer_cache = cache if layer is None or cache is None else tuple(layer_of(t, layer) for t in cache)
             if latent:
-                attn, k, _ = mesh_attention(attend, q, k, k, None if cache is None else (cache[0], cache[0]), start,
+                attn, k, _ = mesh_attention(attend, q, k, k, None if cache is None else (layer_cache[0],) * 2, start,
                                             window, c.attention_scale, c.attn_logit_softcap, mesh, cache_sharded)
             else:
-                attn, k, v = mesh_attention(attend, q, k, v, cache, start, window, c.attention_scale,
+                attn, k, v = mesh_attention(attend, q, k, v, layer_cache, start, window, c.attention_scale,
                                             c.attn_logit_softcap, mesh, cache_sharded, sink_logits(lp, c))
+            if layer is not None and cache is not None:  # each sequence shard writes its own part of the chunk
+                write = (lambda t, n: write_chunk(t, n, start, mesh, READ_CACHE, layer)) if cache_sharded else \
+                    (lambda t, n: write_layer(t, n, layer, start))
+                cache = tuple(write(t, n) for t, n in zip(cache, (k, v)))
         else:
             if cache is None:
                 keys, values, q_start = k, v, 0
+            elif layer is None:
+                keys, values = dense_kv(write_kv(cache[0], k, start), q.dtype), dense_kv(write_kv(cache[1], v, start),
+                                                                                          q.dtype)
+                q_start = start
             else:
-                keys, values = write_kv(cache[0], k, start), write_kv(cache[1], v, start)
+                cache = tuple(write_layer(t, n, layer, start) for t, n in zip(cache, (k, v)))
+                keys, values = (CacheLayer(t, layer, q.dtype) for t in cache)
+                if not REGISTRY[backend].reads_cache_layer:  # a kernel takes the layer contiguous: one copy
+                    keys, values = dense_layer(keys), dense_layer(values)
                 q_start = start
             if latent:
                 values = keys
             window, sinks = attention_window(policy, window)
             learned = {"sink_logits": sink_logits(lp, c)} if c.attention_sinks else {}  # the keyword only where used
-            attn = attend(q, dense_kv(keys, q.dtype), dense_kv(values, q.dtype), q_start, window, c.attention_scale,
-                          c.attn_logit_softcap, **sinks, **learned)
+            attn = attend(q, keys, values, q_start, window, c.attention_scale, c.attn_logit_softcap, **sinks,
+                          **learned)
         if c.attention_output_gate:
             attn = attn * output_gate(lp, c, x).astype(attn.dtype)
     with jax.named_scope("output_and_mlp"):
         x = layer_output(lp, c, x, attn, mesh)
-    return constrain(x, mesh, "batch", "sequence", "hidden"), (k, v)
+    return constrain(x, mesh, "batch", "sequence", "hidden"), (k, v) if layer is None or cache is None else cache
 
 
 def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backend="xla", mesh=None,
                cache_sharded=True, rope: RopeTables | None = None, policy=None):
     """Scan the stacked layers, stack by stack (jaxeval.models.layer_stacks). cache: (k, v) [L, B, S, KV, hd]
-    or None.
+    holding positions < start (donated by the caller: written in place), or None.
 
     rope: RopeTables (inv_freq [L, R/2], scale [L]) for the sequence being read, computed on the
     host (jaxeval.models.rope.rope_tables); None: the tables of a sequence of x's length.
     On a mesh with context > 1 the chunk runs in striped token order (see jaxeval.models.context);
     cache_sharded, policy: see layer_forward.
-    Returns (x [B, T, D], (k_new, v_new) [L, B, T, KV, hd]), all in natural token order.
+    Returns (x [B, T, D] in natural token order, kv): with a cache, kv is the cache with this chunk's K/V
+    written at start; without, the chunk's (k, v) [L, B, T, KV, hd].
     """
     if rope is None:
         rope = rope_tables(c, x.shape[1])
@@ -246,22 +265,31 @@ def run_layers(params, c: ModelConfig, x, positions, cache=None, start=0, backen
         x, positions = x[:, order], positions[order]
     x = constrain(x, mesh, "batch", "sequence", "hidden")
 
-    def scan_stack(x, stack):
-        def body(x, xs):
-            lp, inv_freq, scale, window, layer_cache = xs
-            return layer_forward(lp, stack.config, x, positions, (inv_freq, scale), window, layer_cache, start,
-                                 backend, mesh, cache_sharded, policy)
+    layers = jnp.arange(c.num_layers, dtype=jnp.int32)
+
+    def scan_stack(carry, stack):
+        # with a cache, it rides in the carry and each layer writes its part in place (layer_forward's
+        # `layer`); scanned over as xs, every layer's cache was sliced out (a copy) and the chunk written twice
+        def body(carry, xs):
+            lp, inv_freq, scale, window, layer = xs
+            x, kv = carry if cache is not None else (carry, None)
+            x, out = layer_forward(lp, stack.config, x, positions, (inv_freq, scale), window, kv, start, backend,
+                                   mesh, cache_sharded, policy, layer=None if kv is None else layer)
+            return ((x, out), None) if kv is not None else (x, out)
 
         rows = (lambda a: a) if stack.count == c.num_layers else (lambda a: a[stack.rows])
-        stack_cache = None if cache is None else jax.tree.map(rows, cache)
-        return jax.lax.scan(body, x, (params[stack.name], rows(rope.inv_freq), rows(rope.scale), rows(windows),
-                                      stack_cache))
+        return jax.lax.scan(body, carry, (params[stack.name], rows(rope.inv_freq), rows(rope.scale), rows(windows),
+                                          rows(layers)))
 
-    new_kv = []
+    carry, new_kv = ((x, tuple(cache)) if cache is not None else x), []
     for stack in layer_stacks(c):
-        x, kv = scan_stack(x, stack)
+        carry, kv = scan_stack(carry, stack)
         new_kv.append(kv)
-    new_kv = new_kv[0] if len(new_kv) == 1 else jax.tree.map(lambda *a: jnp.concatenate(a), *new_kv)
+    if cache is not None:
+        x, new_kv = carry
+    else:
+        x = carry
+        new_kv = new_kv[0] if len(new_kv) == 1 else jax.tree.map(lambda *a: jnp.concatenate(a), *new_kv)
     if inverse is not None:
         x = x[:, inverse]
     return x, new_kv

@@ -117,17 +117,19 @@ def linear_layer(lp, c: ModelConfig, x, state: gd.GDNState, lengths=None, mode="
 SHARD_MAP_BACKENDS = ("splash",)  # attention kernels XLA cannot partition: run per shard on a mesh
 
 
-def full_layer(lp, c: ModelConfig, x, positions, rope, cache=None, start=0, backend="xla", mesh=None):
+def full_layer(lp, c: ModelConfig, x, positions, rope, cache=None, start=0, backend="xla", mesh=None, layer=None):
     """A gated full-attention layer: the one decoder's layer (jaxeval.models.decoder.layer_forward, whose
     output gate c.attention_output_gate turns on), without a window. cache: (k, v) [B, S, KV, hd] holding
-    positions < start, or None. Returns (x, (k, v) [B, T, KV, hd] of this chunk).
+    positions < start, or None. Returns (x, (k, v) [B, T, KV, hd] of this chunk). layer: None, or an int
+    scalar: cache is then the stacked full-layer cache [Lf, B, S, KV, hd], written in place at that layer
+    and returned in place of the chunk's K/V (layer_forward's `layer`).
 
     On a mesh XLA partitions the layer from the shardings, except a kernel it cannot partition (splash, a
     Mosaic kernel: "cannot be automatically partitioned"), which runs per shard in the decoder's
     shard_map (jaxeval.models.context.mesh_attention; the hybrid's cache is whole along the sequence)."""
     per_shard = mesh if backend in SHARD_MAP_BACKENDS else None
     return layer_forward(lp, c, x, positions, rope, jnp.int32(0), cache, start, backend, per_shard,
-                         cache_sharded=False)
+                         cache_sharded=False, layer=layer)
 
 
 def _grouped(tree, groups: int):
@@ -161,37 +163,46 @@ def run_layers(params, c: ModelConfig, x, positions, cache: HybridCache | None, 
     cache: the state before this chunk (K/V of positions < start, GDN states after position start - 1),
     or None (a sequence on its own: attention over x, zero GDN states). lengths int [B] (optional): valid
     tokens per row of a right-padded chunk (their GDN states stop there). mesh: see full_layer.
-    Returns (x [B, T, D], (k, v) [Lf, B, T, KV, hd] of this chunk, GDNState [Ll, B, ...] after it).
+    Returns (x [B, T, D], (k, v), GDNState [Ll, B, ...] after it); (k, v): with a cache, the cache's
+    [Lf, B, S, KV, hd] with this chunk written at start; without, this chunk's [Lf, B, T, KV, hd].
     """
     g = layer_groups(c.layer_types)
     B, T, _ = x.shape
     rope = _full_rope(c, rope_tables(c, T) if rope is None else rope)
     states = new_cache(c, B, 0, x.dtype).gdn if cache is None else cache.gdn
+    # the K/V cache rides in the carry, each full layer writing its part in place where attention reads it
+    # (decoder.layer_forward's `layer`); scanned over as xs, each group's layers were sliced out (copied)
     kv = None if cache is None else (cache.k, cache.v)
     xs = (_grouped(params["layers"], g.groups), _grouped(params["linear_layers"], g.groups),
-          _grouped(tuple(rope), g.groups), None if kv is None else _grouped(kv, g.groups), _grouped(states, g.groups))
+          _grouped(tuple(rope), g.groups), _grouped(states, g.groups), jnp.arange(g.groups, dtype=jnp.int32))
 
-    def body(x, xs):
-        full_p, linear_p, (inv_freq, scale), group_kv, group_states = xs
+    def body(carry, xs):
+        x, kv = carry
+        full_p, linear_p, (inv_freq, scale), group_states, group = xs
         ks, vs, new_states, fi, li = [], [], [], 0, 0
         for kind in g.pattern:
             if kind == FULL:
-                layer_kv = None if group_kv is None else _at(group_kv, fi)
-                x, (k, v) = full_layer(_at(full_p, fi), c, x, positions, (inv_freq[fi], scale[fi]), layer_kv, start,
-                                       backend, mesh)
-                ks.append(k)
-                vs.append(v)
+                layer = None if kv is None else group * g.full_per_group + fi
+                x, out = full_layer(_at(full_p, fi), c, x, positions, (inv_freq[fi], scale[fi]), kv, start, backend,
+                                    mesh, layer)
+                if kv is None:
+                    ks.append(out[0])
+                    vs.append(out[1])
+                else:
+                    kv = out
                 fi += 1
             else:
                 x, state = linear_layer(_at(linear_p, li), c, x, _at(group_states, li), lengths)
                 new_states.append(state)
                 li += 1
         kv_shape = (B, T, c.num_kv_heads, c.head_dim)
-        return x, (_stack(ks, kv_shape, x.dtype), _stack(vs, kv_shape, x.dtype),
-                   jax.tree.map(lambda *s: jnp.stack(s), *new_states) if new_states else group_states)
+        chunk_kv = None if kv is not None else (_stack(ks, kv_shape, x.dtype), _stack(vs, kv_shape, x.dtype))
+        return (x, kv), (chunk_kv, jax.tree.map(lambda *s: jnp.stack(s), *new_states) if new_states else group_states)
 
-    x, (k_new, v_new, new_states) = jax.lax.scan(body, x, xs)
-    return x, (_ungrouped(k_new), _ungrouped(v_new)), gd.GDNState(*_ungrouped(tuple(new_states)))
+    (x, kv), (chunk_kv, new_states) = jax.lax.scan(body, (x, kv), xs)
+    if kv is None:
+        kv = _ungrouped(chunk_kv[0]), _ungrouped(chunk_kv[1])
+    return x, kv, gd.GDNState(*_ungrouped(tuple(new_states)))
 
 
 def prefill(params, c: ModelConfig, chunk_ids, start, cache: HybridCache, backend="xla", rope=None, lengths=None,
@@ -201,9 +212,8 @@ def prefill(params, c: ModelConfig, chunk_ids, start, cache: HybridCache, backen
     Returns (final hidden states [B, C, D] before the final norm, the cache after the chunk)."""
     x = embed_tokens(params, c, chunk_ids)
     x, (k, v), states = run_layers(params, c, x, start + jnp.arange(chunk_ids.shape[1]), cache, start, backend, rope,
-                                   lengths, mesh)
-    write = lambda cache, new: jax.lax.dynamic_update_slice_in_dim(cache, new.astype(cache.dtype), start, axis=2)
-    return x, HybridCache(write(cache.k, k), write(cache.v, v), states)
+                                   lengths, mesh)  # k, v: the cache, this chunk written
+    return x, HybridCache(k, v, states)
 
 
 def decode_row(params, c: ModelConfig, cache_k, cache_v, states: gd.GDNState, token, position, rope: RopeTables,
