@@ -20,7 +20,7 @@ Backends are chosen by name through the registry below: `check_attention` says, 
 is compiled, whether a backend runs a given model on this platform and dtype (and which backends
 would); `get_attention(name, config, mesh)` returns the attend function.
 
-decode_attention (one query against a stacked KV cache, read in place) serves token-by-token
+jaxeval.models.decode_attention (one query against a stacked KV cache, read in place) serves token-by-token
 generation whatever the backend.
 """
 
@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention_mask import MASK_VALUE, visible
+from jaxeval.models.online_softmax import head_rows, online_init
 from jaxeval.models.cache_layer import kv_block as cache_block
 
 
@@ -61,13 +62,8 @@ def attention_probs(q, k, q_start, window, scale, softcap=None, sinks=None, sink
     s = jnp.where(visible(q_pos, jnp.arange(k.shape[1]), window, sinks), s, MASK_VALUE)
     if sink_logits is None:
         return jax.nn.softmax(s, axis=-1)
-    sink = jnp.broadcast_to(_head_rows(sink_logits, num_kv)[None, :, :, None, None], s.shape[:-1] + (1,))
+    sink = jnp.broadcast_to(head_rows(sink_logits, num_kv)[None, :, :, None, None], s.shape[:-1] + (1,))
     return jax.nn.softmax(jnp.concatenate([s, sink], axis=-1), axis=-1)[..., :-1]
-
-
-def _head_rows(sink_logits, num_kv):
-    """sink_logits [H] -> float32 [KV, G], query head h = kv * G + g (the grouping of _group)."""
-    return sink_logits.astype(jnp.float32).reshape(num_kv, -1)
 
 
 def xla_attention(q, k, v, q_start, window, scale, softcap=None, sinks=None, sink_logits=None):
@@ -148,8 +144,8 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHU
             return step
 
         shape = (b, num_kv, bq * g)
-        carry = _online_init(shape, d, None if sink_logits is None else
-                             jnp.tile(_head_rows(sink_logits, num_kv), (1, bq))[None])  # row r: head r % G
+        carry = online_init(shape, d, None if sink_logits is None else
+                             jnp.tile(head_rows(sink_logits, num_kv), (1, bq))[None])  # row r: head r % G
         if sinks is not None:  # the sinks' blocks that lie before the window's first
             carry = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), first), key_block(True), carry)
         carry = jax.lax.fori_loop(first, whole_from, key_block(True), carry)
@@ -159,45 +155,6 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHU
 
     out = jax.lax.map(one_query_block, jnp.arange(t // bq))  # [nq, B, KV, bq, G, hd]
     return out.transpose(1, 0, 3, 2, 4, 5).reshape(b, t, h, d).astype(q.dtype)
-
-
-def _online_init(shape, d, sink=None):
-    """(running max, sum, accumulator) before the first key block; with a sink logit float32 `shape`, the sink
-    as if already seen: max = sink, sum = exp(sink - max) = 1, no value."""
-    if sink is None:
-        return (jnp.full(shape, MASK_VALUE, jnp.float32), jnp.zeros(shape, jnp.float32),
-                jnp.zeros(shape + (d,), jnp.float32))
-    return jnp.broadcast_to(sink, shape), jnp.ones(shape, jnp.float32), jnp.zeros(shape + (d,), jnp.float32)
-
-
-def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512, sinks=None,
-                     keep=None, sink_logits=None, slot_positions=None, new_kv=None):
-    """One query against one layer of a stacked KV cache, for token-by-token decoding.
-
-    q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written;
-    a quantized cache's QuantKV codes, rebuilt block by block in q's dtype); layer, position int
-    scalars. Key blocks are sliced straight out of the stacked cache and only those the query can
-    see (causal, sliding window, sinks) are visited, so the cache is never copied (every backend
-    decodes with this: one query row has no long query blocks to tile). keep: None, or bool
-    [L, S, KV], the slots each KV head still sees (a SnapKV-compressed prompt). slot_positions: None
-    (slot j holds position j), or int [L, S, KV], the position each slot of a bounded cache holds
-    (jaxeval.engine.bounded_kv: a ring buffer, a compacted prompt; EMPTY_SLOT where none): then
-    every block is visited and the causal / window / sink rules apply to the slots' positions.
-    new_kv: None, or (k, v [KV, hd] as the cache stores them, slot int): this query's own key and
-    value, not yet in the cache, seen at `slot` (holding `position`) in place of what the cache holds
-    there. The batched decode step writes every layer's K/V once after its layer scan, so no
-    per-layer write of a vmapped row becomes a scatter over the whole cache.
-    A batch of one of jaxeval.models.decode_attention.decode_attention_rows (what the batched step runs).
-    """
-    from jaxeval.models.decode_attention import decode_attention_rows
-
-    def one(t):  # this query's row as a batch of one
-        return None if t is None else jax.tree.map(lambda a: a[None], t)
-
-    out = decode_attention_rows(q[None], one(cache_k), one(cache_v), layer, jnp.asarray(position)[None], window, scale,
-                                softcap, block_k, sinks, one(keep), sink_logits, one(slot_positions),
-                                None if new_kv is None else (one(new_kv[0]), one(new_kv[1]), jnp.asarray(new_kv[2])[None]))
-    return out[0]
 
 
 # ----------------------------------------------------------------------------------------------

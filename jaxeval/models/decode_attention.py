@@ -14,9 +14,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxeval.models.attention import _head_rows, _online_init
 from jaxeval.models.attention_mask import MASK_VALUE
 from jaxeval.models.kv_policy import dense_kv
+from jaxeval.models.online_softmax import head_rows, online_init
 
 
 def decode_attention_rows(q, cache_k, cache_v, layer, positions, window, scale, softcap=None, block_k=512,
@@ -77,7 +77,7 @@ def decode_attention_rows(q, cache_k, cache_v, layer, positions, window, scale, 
         pv = jnp.einsum(f"bkgs,{keys}->bkgd", p.astype(vb.dtype), vb, preferred_element_type=jnp.float32)
         return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + pv
 
-    init = _online_init((b, num_kv, h // num_kv), d, None if sink_logits is None else _head_rows(sink_logits, num_kv))
+    init = online_init((b, num_kv, h // num_kv), d, None if sink_logits is None else head_rows(sink_logits, num_kv))
     if sinks is not None and slot_positions is None:  # the sinks' blocks that lie before the windows' first
         init = jax.lax.fori_loop(0, jnp.minimum(-(-sinks // bk), lo), key_block, init)
     m, l, acc = jax.lax.fori_loop(lo, hi, key_block, init)
@@ -123,3 +123,31 @@ def _block(cache, layer, start, size, dtype, layers_first):
 
     block = jax.tree.map(piece, cache)
     return dense_kv(block, dtype)
+
+
+def decode_attention(q, cache_k, cache_v, layer, position, window, scale, softcap=None, block_k=512, sinks=None,
+                     keep=None, sink_logits=None, slot_positions=None, new_kv=None):
+    """One query against one layer of a stacked KV cache, for token-by-token decoding.
+
+    q [H, hd] at `position`; cache_k, cache_v [L, S, KV, hd] (this query's key already written;
+    a quantized cache's QuantKV codes, rebuilt block by block in q's dtype); layer, position int
+    scalars. Key blocks are sliced straight out of the stacked cache and only those the query can
+    see (causal, sliding window, sinks) are visited, so the cache is never copied (every backend
+    decodes with this: one query row has no long query blocks to tile). keep: None, or bool
+    [L, S, KV], the slots each KV head still sees (a SnapKV-compressed prompt). slot_positions: None
+    (slot j holds position j), or int [L, S, KV], the position each slot of a bounded cache holds
+    (jaxeval.engine.bounded_kv: a ring buffer, a compacted prompt; EMPTY_SLOT where none): then
+    every block is visited and the causal / window / sink rules apply to the slots' positions.
+    new_kv: None, or (k, v [KV, hd] as the cache stores them, slot int): this query's own key and
+    value, not yet in the cache, seen at `slot` (holding `position`) in place of what the cache holds
+    there. The batched decode step writes every layer's K/V once after its layer scan, so no
+    per-layer write of a vmapped row becomes a scatter over the whole cache.
+    A batch of one of decode_attention_rows (what the batched step runs).
+    """
+    def one(t):  # this query's row as a batch of one
+        return None if t is None else jax.tree.map(lambda a: a[None], t)
+
+    out = decode_attention_rows(q[None], one(cache_k), one(cache_v), layer, jnp.asarray(position)[None], window, scale,
+                                softcap, block_k, sinks, one(keep), sink_logits, one(slot_positions),
+                                None if new_kv is None else (one(new_kv[0]), one(new_kv[1]), jnp.asarray(new_kv[2])[None]))
+    return out[0]

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jaxeval.models import gated_delta as gd
-from jaxeval.models.attention import decode_attention
+from jaxeval.models.decode_attention import decode_attention
 from jaxeval.models.config import ModelConfig
 from jaxeval.models.decoder import (_norm, attention_inputs, embed_tokens, final_logits, layer_forward, layer_output,
                                     mlp, output_gate)

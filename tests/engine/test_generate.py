@@ -19,7 +19,8 @@ from jaxeval.engine.kv_cache import KVCache, QuantizedKVCache, decode_step, pref
 from jaxeval.engine.runtime import Runtime
 from jaxeval.engine.sampling import choose_tokens, prompt_keys, top_p_filter
 from jaxeval.errors import InputTooLongError
-from jaxeval.models.attention import decode_attention, xla_attention
+from jaxeval.models.attention import xla_attention
+from jaxeval.models.decode_attention import decode_attention
 from jaxeval.models.config import config_from_hf
 from jaxeval.models.decoder import forward_logits
 from jaxeval.models.param_layout import param_shapes

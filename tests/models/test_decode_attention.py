@@ -5,8 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxeval.models.attention import decode_attention
-from jaxeval.models.decode_attention import decode_attention_rows
+from jaxeval.models.decode_attention import decode_attention, decode_attention_rows
 
 
 def _cache(rng, layers, rows, kv, slots, hd):

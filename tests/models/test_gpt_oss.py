@@ -125,7 +125,8 @@ def test_every_backend_folds_the_sinks_in(case):
     path), and the decode step on the last query; a traced chunk start, GQA (4 query heads over 2)."""
     import jax
     import jax.numpy as jnp
-    from jaxeval.models.attention import chunked_attention, decode_attention, xla_attention
+    from jaxeval.models.attention import chunked_attention, xla_attention
+    from jaxeval.models.decode_attention import decode_attention
     from jaxeval.models.cudnn_attention import cudnn_attention
     from jaxeval.models.splash_attention import splash_attention
     t, s_len, start, window = case

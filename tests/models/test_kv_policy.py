@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from jaxeval.errors import ConfigError
-from jaxeval.models.attention import chunked_attention, decode_attention, xla_attention
+from jaxeval.models.attention import chunked_attention, xla_attention
+from jaxeval.models.decode_attention import decode_attention
 from jaxeval.models.kv_policy import (KVPolicy, check_read, check_supported, dense_kv, from_flags, quantize_kv,
                                      snapkv_keep)
 
