@@ -34,8 +34,9 @@ import jax.numpy as jnp
 
 from jaxeval.errors import ConfigError
 from jaxeval.models.attention_mask import MASK_VALUE, visible
+from jaxeval.models.cache_layer import kv_block as cache_block, row_of
 from jaxeval.models.online_softmax import head_rows, online_init
-from jaxeval.models.cache_layer import kv_block as cache_block
+from jaxeval.models.platform import traced_platform
 
 
 def _scores(q, k, scale, softcap):
@@ -101,6 +102,15 @@ def chunked_attention(q, k, v, q_start, window, scale, softcap=None, block_q=CHU
     the stacked cache, which is never sliced by layer.
     """
     b, t, h, d = q.shape
+    if b > 1 and traced_platform() == "gpu":
+        # A GPU program batched over rows and KV heads has the compiler lay the whole cache out KV-major for
+        # the block matmuls, transposing it before the layer loop and back (an H200's 8B batch-8 32k read
+        # held 33 GiB of such temporaries beside a 32 GiB cache): one row at a time it reads blocks in place.
+        def one_row(i):
+            row_q = jax.lax.dynamic_slice_in_dim(q, i, 1, axis=0)
+            return chunked_attention(row_q, row_of(k, i), row_of(v, i), q_start, window, scale, softcap, block_q,
+                                     block_k, sinks, sink_logits)[0]
+        return jax.lax.map(one_row, jnp.arange(b))
     s_len, num_kv = k.shape[1], k.shape[2]
     g = h // num_kv
     bq, bk = min(block_q, t), min(block_k, s_len)

@@ -27,12 +27,14 @@ class CacheLayer:
     stack: object
     layer: object
     dtype: object
+    row: object = None  # None: every row; an int scalar: that row alone (B = 1), read in place too
 
     @property
     def shape(self) -> tuple:
         """[B, S, KV, hd], the shape of the layer as attention sees it."""
         leaf = jax.tree.leaves(self.stack)[0]
-        return tuple(leaf.shape[1:-1]) + (self.width,)
+        rows = leaf.shape[1] if self.row is None else 1
+        return (rows,) + tuple(leaf.shape[2:-1]) + (self.width,)
 
     @property
     def width(self) -> int:
@@ -43,9 +45,17 @@ def kv_block(x, start, size):
     """Keys or values start .. start + size - 1 of x [B, S, KV, hd] or a CacheLayer -> [B, size, KV, hd]."""
     if not isinstance(x, CacheLayer):
         return jax.lax.dynamic_slice_in_dim(x, start, size, axis=1)
-    block = jax.tree.map(lambda c: jax.lax.dynamic_slice(c, (x.layer, 0, start, 0, 0), (1, c.shape[1], size)
+    row, rows = (0, None) if x.row is None else (x.row, 1)
+    block = jax.tree.map(lambda c: jax.lax.dynamic_slice(c, (x.layer, row, start, 0, 0), (1, rows or c.shape[1], size)
                                                          + c.shape[3:])[0], x.stack)
     return dense_kv(block, x.dtype)
+
+
+def row_of(x, row):
+    """Row `row` of x [B, S, KV, hd] (a copy) or of a CacheLayer (a view: its blocks still read in place)."""
+    if isinstance(x, CacheLayer):
+        return dataclasses.replace(x, row=row)
+    return jax.lax.dynamic_slice_in_dim(x, row, 1, axis=0)
 
 
 def layer_of(stack, layer):
@@ -55,7 +65,10 @@ def layer_of(stack, layer):
 
 def dense_layer(x):
     """x itself, or a CacheLayer's whole layer [B, S, KV, hd] in its dtype (a copy of the layer)."""
-    return dense_kv(layer_of(x.stack, x.layer), x.dtype) if isinstance(x, CacheLayer) else x
+    if not isinstance(x, CacheLayer):
+        return x
+    layer = dense_kv(layer_of(x.stack, x.layer), x.dtype)
+    return layer if x.row is None else row_of(layer, x.row)
 
 
 def write_layer(stack, new, layer, start):

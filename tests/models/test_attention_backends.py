@@ -275,3 +275,30 @@ def test_cudnn_op_missing_falls_back_with_one_warning(monkeypatch, caplog):
         cudnn_module._cudnn_op.cache_clear()
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and "lacks ['kv_seqlen', 'mask'," in warnings[0] and "bfloat16" in warnings[0]
+
+
+def test_chunked_attention_on_gpu_runs_rows_one_at_a_time_to_the_same_result():
+    """A GPU program takes the rows one by one (their blocks read in place, cache or CacheLayer), same sums."""
+    import numpy as np
+
+    from jaxeval.models.attention import chunked_attention
+    from jaxeval.models.cache_layer import CacheLayer
+    from jaxeval.models.platform import target_platform
+
+    rng = np.random.default_rng(0)
+    b, t, s, h, kv, d = 3, 256, 512, 4, 2, 16
+    q = jnp.asarray(rng.standard_normal((b, t, h, d)), jnp.float32)
+    stack_k = jnp.asarray(rng.standard_normal((2, b, s, kv, d)), jnp.float32)
+    stack_v = jnp.asarray(rng.standard_normal((2, b, s, kv, d)), jnp.float32)
+    want = chunked_attention(q, stack_k[1], stack_v[1], 256, 0, 0.25, block_q=128, block_k=128)
+    with target_platform("gpu"):
+        plain = chunked_attention(q, stack_k[1], stack_v[1], 256, 0, 0.25, block_q=128, block_k=128)
+        in_place = chunked_attention(q, CacheLayer(stack_k, 1, jnp.float32), CacheLayer(stack_v, 1, jnp.float32),
+                                     256, 0, 0.25, block_q=128, block_k=128)
+        on_gpu = jax.jit(lambda q: chunked_attention(q, stack_k[1], stack_v[1], 256, 0, 0.25, block_q=128,
+                                                     block_k=128)).lower(q).as_text()
+    on_cpu = jax.jit(lambda q: chunked_attention(q, stack_k[1], stack_v[1], 256, 0, 0.25, block_q=128,
+                                                 block_k=128)).lower(q).as_text()
+    np.testing.assert_allclose(np.asarray(plain), np.asarray(want), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(in_place), np.asarray(want), rtol=1e-6, atol=1e-6)
+    assert on_gpu.count("stablehlo.while") == on_cpu.count("stablehlo.while") + 1  # the rows' loop, GPU only
