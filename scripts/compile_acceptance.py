@@ -32,6 +32,9 @@ import sys
 import time
 from pathlib import Path
 
+from jaxeval.errors import JaxevalError
+from jaxeval.io.inputs import read_json
+
 ROOT = Path(__file__).resolve().parents[1]
 GIB = 2 ** 30
 
@@ -229,7 +232,7 @@ def main(argv=None) -> int:
     if a.check:
         failed = 0
         for path in a.check:
-            report = json.loads(Path(path).read_text())
+            report = read_json(path, name="compile report")
             result = {"case": path, "command": f"{report['target']} --model {report['model']}", "expect": "fits",
                       "why": "", "exit": 0 if report["fits"] else 2, "wall_s": 0.0, "cpu_s": 0.0, "problems": [],
                       "programs": []}
@@ -254,7 +257,7 @@ def main(argv=None) -> int:
             _print(result)
             results.append(result)
     summary = folder / "summary.json"
-    previous = json.loads(summary.read_text()) if summary.is_file() else {}
+    previous = read_json(summary, name="summary") if summary.is_file() else {}
     previous.update({r["case"]: r | {"load_average": os.getloadavg()} for r in results})
     summary.write_text(json.dumps(previous, indent=2) + "\n")
     (folder / "summary.md").write_text(table(previous))
@@ -265,4 +268,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (JaxevalError, OSError) as e:  # a report to --check, or --out, unreadable or unwritable: one line
+        print(f"compile_acceptance: {e}", file=sys.stderr)
+        sys.exit(2)
