@@ -1,18 +1,11 @@
 """perf/attention_profile.py's command-line pieces: XLA compiler options for a third side, pinning."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from perf_scripts import load_script as load
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("attention_profile", ROOT / "perf" / "attention_profile.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("attention_profile")
 
 
 def test_option_values_keep_their_types():

@@ -1,22 +1,16 @@
 """perf/read_gap.py: the four sides it times (both reads, both attentions) are what they claim to be."""
 
-import importlib.util
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from perf_scripts import ROOT, load_script
 
 
 def load_profile():
-    spec = importlib.util.spec_from_file_location("attention_profile", ROOT / "perf" / "attention_profile.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("attention_profile")
 
 
 def test_the_attention_sides_compute_the_same_attention_at_a_gqa_shape():
