@@ -82,12 +82,7 @@ def step_pieces(rounds: int) -> dict:
     return {kind: {"wall_s": w, "cpu_s": c, "matmul_flops_per_cpu_s": flops / c} for kind, (w, c) in best.items()}
 
 
-def attention_sides(tokens: int, heads: int = 8, kv_heads: int = 2, head_dim: int = 64, chunk: int = 2048,
-                    options: dict | None = None) -> dict:
-    """One layer's causal attention over a whole --tokens read, as callables: "jaxeval" (the engine's
-    chunk-by-chunk chunked_attention against the cache), "jaxeval+options" (the same compiled with XLA
-    options, when given) and "torch" (transformers' SDPA call: is_causal, enable_gqa), on the same random
-    float32 q/k/v."""
+def whole_read(tokens: int, rounds: int, options: dict | None = None) -> dict:
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -95,7 +90,7 @@ def attention_sides(tokens: int, heads: int = 8, kv_heads: int = 2, head_dim: in
 
     from jaxeval.models.attention import chunked_attention
 
-    h, kv, d = heads, kv_heads, head_dim
+    chunk, h, kv, d = 2048, 8, 2, 64
     rng = np.random.default_rng(0)
     qn, kn, vn = (rng.standard_normal((1, tokens, n, d)).astype(np.float32) for n in (h, kv, kv))
     q, k, v = map(jnp.asarray, (qn, kn, vn))
@@ -107,6 +102,8 @@ def attention_sides(tokens: int, heads: int = 8, kv_heads: int = 2, head_dim: in
     if options:
         sides["jaxeval+options"] = jit_attend(options)
     tq, tk, tv = (torch.from_numpy(x).transpose(1, 2).contiguous() for x in (qn, kn, vn))
+    a = jnp.ones((2048, 2048), jnp.float32)
+    matmul = jax.jit(lambda x: x @ x)
 
     def torch_sdpa():
         with torch.no_grad():
@@ -115,21 +112,7 @@ def attention_sides(tokens: int, heads: int = 8, kv_heads: int = 2, head_dim: in
     def read(attend):
         return lambda: [attend(q[:, s:s + chunk], k, v, jnp.int32(s)) for s in range(0, tokens, chunk)]
 
-    return {**{name: read(attend) for name, attend in sides.items()}, "torch": torch_sdpa}
-
-
-def whole_read(tokens: int, rounds: int, options: dict | None = None) -> dict:
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-    import torch
-
-    h, d = 8, 64
-    attention = attention_sides(tokens, h, 2, d, options=options)
-    sides = [name for name in attention if name != "torch"]
-    a = jnp.ones((2048, 2048), jnp.float32)
-    matmul = jax.jit(lambda x: x @ x)
-    fns = {"matmul": lambda: matmul(a), **attention}
+    fns = {"matmul": lambda: matmul(a), **{name: read(attend) for name, attend in sides.items()}, "torch": torch_sdpa}
     best = best_of(fns, rounds)
     peak = 2 * 2048 ** 3 / best["matmul"][0]
     flops = 4 * h * d * tokens * (tokens + 1) / 2

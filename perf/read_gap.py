@@ -1,31 +1,93 @@
-"""The read and one layer's attention against transformers', all four in one process.
+"""Where a read's gap to transformers lies: both reads, with and without their attention, in one process.
 
     python perf/read_gap.py llama-57m [--tokens 8192] [--rounds 3] [--out FILE.json]
     python perf/read_gap.py ~/.cache/jaxeval/real_models/smollm2-135m --tokens 8192 --rounds 2
 
-Four sides timed in interleaved rounds (best wall and CPU seconds of this process each), so a shared
-machine's slow moments hit every side alike, where `jaxeval bench` times its two sides in two processes:
+Four sides timed in interleaved rounds (best wall and CPU seconds of this process each), so this
+machine's slow minutes hit every side alike (`jaxeval bench` times its two sides in two processes):
 - `jaxeval read` and `transformers read`: the bench's own read of each side (jaxeval.bench.worker's
   JaxevalSide.read and TransformersSide.read: random ids, every position's log-prob), float32;
-- `jaxeval attention` and `torch attention`: one layer's causal attention over the whole read at the
-  model's shape (perf/attention_profile.attention_sides: the engine's chunk-by-chunk chunked_attention
-  against the cache, and transformers' SDPA call).
-Reported: both ratios, wall and CPU. The attention sides are the attention alone, outside the model: the
-read's own split is not measured (in this process the standalone attention times the layers can exceed
-the whole read, so no share of the read is derived from them). Models with sliding-window or soft-capped
-attention are refused (one layer does not stand for all).
+- `jaxeval without attention` and `transformers without attention`: the same reads with every layer's
+  attention replaced by its queries (the attention output is the query, [B, T, H, hd]): jaxeval through an
+  attention backend "none" added to jaxeval.models.attention.REGISTRY here, transformers through an
+  attention function "none" registered with its AttentionInterface. Everything else (projections, rotary,
+  the KV cache writes, norms, MLPs, the head, the log-probs) runs as in the read.
+Reported: each side's seconds, the attention's share of each read (read - without), and the ratios
+jaxeval / transformers of the read, of its attention and of the rest. Both "without" sides compute the
+same function, so their log-probs agree (tests/perf/test_read_gap.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from attention_profile import attention_sides, best_of  # noqa: E402
+from attention_profile import best_of  # noqa: E402
 from decode_step import write_report  # noqa: E402
+
+
+def _queries(q, k, v, *args, **kwargs):
+    return q
+
+
+def _torch_queries(module, query, key, value, attention_mask, **kwargs):
+    return query.transpose(1, 2).contiguous(), None  # [B, H, T, hd] -> transformers' [B, T, H, hd]
+
+
+def register_no_attention() -> None:
+    """The "none" attention on both sides (idempotent)."""
+    from transformers import AttentionInterface
+
+    from jaxeval.models.attention import REGISTRY, AttentionBackend
+
+    REGISTRY.setdefault("none", AttentionBackend("none", ("cpu", "gpu", "tpu"), True, True, None,
+                                                 build=lambda config, mesh: _queries, reads_cache_layer=True,
+                                                 about="perf/read_gap.py: the attention output is the query"))
+    AttentionInterface.register("none", _torch_queries)
+
+
+def sides(folder: Path, prefill_chunk: int):
+    """(jaxeval side, transformers side, {name: () -> read result}) for the four sides."""
+    from jaxeval.bench.worker import JaxevalSide, TransformersSide
+
+    register_no_attention()
+    options = {"dtype": "float32", "attention": "chunked", "prefill_chunk": prefill_chunk}
+    ours, theirs = JaxevalSide(str(folder), options), TransformersSide(str(folder), options)
+    runtimes = {True: ours.model.runtime, False: dataclasses.replace(ours.model.runtime, attention="none")}
+    implementations = {True: theirs.model.config._attn_implementation, False: "none"}
+
+    def jaxeval_read(attention: bool):
+        def run(tokens: int):
+            ours.model.runtime = runtimes[attention]
+            return ours.read(tokens)
+        return run
+
+    def transformers_read(attention: bool):
+        def run(tokens: int):
+            theirs.model.set_attn_implementation(implementations[attention])
+            return theirs.read(tokens)
+        return run
+
+    return ours, theirs, {"jaxeval read": jaxeval_read(True), "jaxeval without attention": jaxeval_read(False),
+                          "transformers read": transformers_read(True),
+                          "transformers without attention": transformers_read(False)}
+
+
+def split(t: dict) -> dict:
+    """Seconds per side -> the attention and the rest of each read, and jaxeval / transformers ratios."""
+    attention = {s: t[f"{s} read"] - t[f"{s} without attention"] for s in ("jaxeval", "transformers")}
+    return {"attention_s": attention,
+            "ratio": {"read": t["jaxeval read"] / t["transformers read"],
+                      "attention": attention["jaxeval"] / attention["transformers"],
+                      "rest": t["jaxeval without attention"] / t["transformers without attention"]},
+            "gap_s": {"read": t["jaxeval read"] - t["transformers read"],
+                      "attention": attention["jaxeval"] - attention["transformers"],
+                      "rest": t["jaxeval without attention"] - t["transformers without attention"]}}
 
 
 def main() -> None:
@@ -38,39 +100,20 @@ def main() -> None:
     args = parser.parse_args()
 
     from jaxeval.bench.cli import resolve_model
-    from jaxeval.bench.worker import JaxevalSide, TransformersSide
     from jaxeval.errors import JaxevalError
-    from jaxeval.models.config import config_from_hf
 
     try:
-        name, folder, raw = resolve_model(args.model)
-        config = config_from_hf(raw, where=str(folder / "config.json"))
+        name, folder, _ = resolve_model(args.model)
     except JaxevalError as e:
         raise SystemExit(str(e))
-    if any(config.layer_windows) or config.attn_logit_softcap:
-        raise SystemExit(f"{name}: sliding-window or soft-capped attention: one layer's attention does not "
-                         "stand for every layer's; this comparison is for full causal attention")
-    options = {"dtype": "float32", "attention": "chunked", "prefill_chunk": args.prefill_chunk}
     load_before = list(os.getloadavg())
-    ours, theirs = JaxevalSide(str(folder), options), TransformersSide(str(folder), options)
-    attention = attention_sides(args.tokens, config.num_heads, config.num_kv_heads, config.head_dim,
-                                args.prefill_chunk)
-    fns = {"jaxeval read": lambda: ours.read(args.tokens), "transformers read": lambda: theirs.read(args.tokens),
-           "jaxeval attention": attention["jaxeval"], "torch attention": attention["torch"]}
-    best = best_of(fns, args.rounds)
+    ours, theirs, fns = sides(folder, args.prefill_chunk)
+    best = best_of({side: (lambda f=f: f(args.tokens)) for side, f in fns.items()}, args.rounds)
     wall = {side: best[side][0] for side in fns}
     cpu = {side: best[side][1] for side in fns}
-
-    def ratios(t: dict) -> dict:
-        return {"read": t["jaxeval read"] / t["transformers read"],
-                "attention": t["jaxeval attention"] / t["torch attention"]}
-
-    report = {"model": name, "tokens": args.tokens, "layers": config.num_layers, "rounds": args.rounds,
-              "command": "python " + " ".join(sys.argv), "load_before": load_before, "load_after": list(os.getloadavg()),
-              "jaxeval": ours.info, "transformers": theirs.info, "wall_s": wall, "cpu_s": cpu,
-              "ratio_wall": ratios(wall), "ratio_cpu": ratios(cpu)}
-    import json
-
+    report = {"model": name, "tokens": args.tokens, "rounds": args.rounds, "command": "python " + " ".join(sys.argv),
+              "load_before": load_before, "load_after": list(os.getloadavg()), "jaxeval": ours.info,
+              "transformers": theirs.info, "wall_s": wall, "cpu_s": cpu, "wall": split(wall), "cpu": split(cpu)}
     print(json.dumps(report, indent=1))
     write_report(report, args.out)
 

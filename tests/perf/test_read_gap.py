@@ -1,4 +1,6 @@
-"""perf/read_gap.py: the four sides it times (both reads, both attentions) are what they claim to be."""
+"""perf/read_gap.py: its four sides are what they claim to be. Both "without attention" sides compute the
+same function (each layer's attention output replaced by its queries), so they agree with each other and
+differ from the reads, which agree with each other too."""
 
 import json
 import subprocess
@@ -9,19 +11,41 @@ import pytest
 from perf_scripts import ROOT, load_script
 
 
-def load_profile():
-    return load_script("attention_profile")
+def logprobs_of(ours, theirs, ids, attention: bool) -> tuple[np.ndarray, np.ndarray]:
+    import dataclasses
+
+    import torch
+
+    runtime = ours.model.runtime
+    ours.model.runtime = runtime if attention else dataclasses.replace(runtime, attention="none")
+    positions = np.arange(1, len(ids))
+    mine = np.asarray(ours.model.read(ids, positions, ids[positions]).logprobs)
+    ours.model.runtime = runtime
+    implementation = theirs.model.config._attn_implementation
+    if not attention:
+        theirs.model.set_attn_implementation("none")
+    with torch.no_grad():
+        logits = theirs.model(torch.from_numpy(ids).long()[None]).logits[0, :-1].float()
+    theirs.model.set_attn_implementation(implementation)
+    picked = torch.log_softmax(logits, -1).gather(-1, torch.from_numpy(ids[1:]).long()[:, None])[:, 0]
+    return mine, picked.numpy()
 
 
-def test_the_attention_sides_compute_the_same_attention_at_a_gqa_shape():
+def test_the_sides_with_and_without_attention_agree_across_libraries():
     pytest.importorskip("torch")
-    # SmolLM2's grouping (9 query heads over 3 KV heads), a 256-token chunk against a 768-token read
-    sides = load_profile().attention_sides(768, heads=9, kv_heads=3, head_dim=64, chunk=256)
-    assert set(sides) == {"jaxeval", "torch"}
-    ours = np.concatenate([np.asarray(x) for x in sides["jaxeval"]()], axis=1)  # [1, T, H, hd]
-    theirs = sides["torch"]().transpose(0, 2, 1, 3)  # SDPA's [1, H, T, hd]
-    assert ours.shape == theirs.shape == (1, 768, 9, 64)
-    np.testing.assert_allclose(ours, theirs, atol=2e-5, rtol=0)
+    from jaxeval.bench.shapes import shape_folder
+    from jaxeval.bench.worker import random_ids
+
+    ours, theirs, fns = load_script("read_gap").sides(shape_folder("tiny-llama"), 128)
+    assert set(fns) == {"jaxeval read", "jaxeval without attention", "transformers read",
+                        "transformers without attention"}
+    ids = random_ids(384, ours.model.config.vocab_size)
+    with_attention = logprobs_of(ours, theirs, ids, attention=True)
+    without = logprobs_of(ours, theirs, ids, attention=False)
+    np.testing.assert_allclose(*with_attention, atol=1e-4, rtol=0)
+    np.testing.assert_allclose(*without, atol=1e-4, rtol=0)
+    assert np.abs(with_attention[0] - without[0]).max() > 1e-2  # "none" really replaced the attention
+    assert ours.model.runtime.attention == "chunked"  # the read's own runtime is put back
 
 
 def test_a_model_folder_without_config_is_one_line(tmp_path):
@@ -39,7 +63,10 @@ def test_the_tiny_model_is_timed_on_every_side(tmp_path):
                     "--rounds", "1", "--prefill_chunk", "256", "--out", str(out)], check=True, cwd=ROOT,
                    capture_output=True)
     report = json.loads(out.read_text())
-    assert set(report["wall_s"]) == {"jaxeval read", "transformers read", "jaxeval attention", "torch attention"}
-    assert all(v > 0 for v in report["wall_s"].values())
-    assert report["ratio_wall"]["read"] == pytest.approx(report["wall_s"]["jaxeval read"]
-                                                        / report["wall_s"]["transformers read"])
+    wall = report["wall_s"]
+    assert set(wall) == {"jaxeval read", "jaxeval without attention", "transformers read",
+                         "transformers without attention"}
+    assert all(v > 0 for v in wall.values())
+    assert report["wall"]["ratio"]["read"] == pytest.approx(wall["jaxeval read"] / wall["transformers read"])
+    assert report["wall"]["attention_s"]["jaxeval"] == pytest.approx(wall["jaxeval read"]
+                                                                      - wall["jaxeval without attention"])
