@@ -31,7 +31,17 @@ def logprobs_of(ours, theirs, ids, attention: bool) -> tuple[np.ndarray, np.ndar
     return mine, picked.numpy()
 
 
-def test_the_sides_with_and_without_attention_agree_across_libraries():
+@pytest.fixture
+def no_attention_registered():
+    """perf/read_gap.py adds a "none" backend to the attention registry: taken out again after the test, so
+    no other test in this process sees it among the backends."""
+    from jaxeval.models.attention import REGISTRY
+
+    yield
+    REGISTRY.pop("none", None)
+
+
+def test_the_sides_with_and_without_attention_agree_across_libraries(no_attention_registered):
     pytest.importorskip("torch")
     from jaxeval.bench.shapes import shape_folder
     from jaxeval.bench.worker import random_ids
