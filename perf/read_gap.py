@@ -52,7 +52,8 @@ def register_no_attention() -> None:
 
 
 def sides(folder: Path, prefill_chunk: int):
-    """(jaxeval side, transformers side, {name: () -> read result}) for the four sides."""
+    """(jaxeval side, transformers side, use, {name: (tokens) -> read result}) for the four sides; use(attention)
+    switches both models between their own attention (True) and "none" (False)."""
     from jaxeval.bench.worker import JaxevalSide, TransformersSide
 
     register_no_attention()
@@ -61,21 +62,19 @@ def sides(folder: Path, prefill_chunk: int):
     runtimes = {True: ours.model.runtime, False: dataclasses.replace(ours.model.runtime, attention="none")}
     implementations = {True: theirs.model.config._attn_implementation, False: "none"}
 
-    def jaxeval_read(attention: bool):
+    def use(attention: bool) -> None:
+        ours.model.runtime = runtimes[attention]
+        theirs.model.set_attn_implementation(implementations[attention])
+
+    def read(side, attention: bool):
         def run(tokens: int):
-            ours.model.runtime = runtimes[attention]
-            return ours.read(tokens)
+            use(attention)
+            return side.read(tokens)
         return run
 
-    def transformers_read(attention: bool):
-        def run(tokens: int):
-            theirs.model.set_attn_implementation(implementations[attention])
-            return theirs.read(tokens)
-        return run
-
-    return ours, theirs, {"jaxeval read": jaxeval_read(True), "jaxeval without attention": jaxeval_read(False),
-                          "transformers read": transformers_read(True),
-                          "transformers without attention": transformers_read(False)}
+    return ours, theirs, use, {"jaxeval read": read(ours, True), "jaxeval without attention": read(ours, False),
+                               "transformers read": read(theirs, True),
+                               "transformers without attention": read(theirs, False)}
 
 
 def split(t: dict) -> dict:
@@ -101,13 +100,16 @@ def main() -> None:
 
     from jaxeval.bench.cli import resolve_model
     from jaxeval.errors import JaxevalError
+    from jaxeval.io.outputs import check_output_file
 
     try:
+        if args.out:
+            check_output_file(args.out)  # before minutes of measuring, not after
         name, folder, _ = resolve_model(args.model)
     except JaxevalError as e:
         raise SystemExit(str(e))
     load_before = list(os.getloadavg())
-    ours, theirs, fns = sides(folder, args.prefill_chunk)
+    ours, theirs, _, fns = sides(folder, args.prefill_chunk)
     best = best_of({side: (lambda f=f: f(args.tokens)) for side, f in fns.items()}, args.rounds)
     wall = {side: best[side][0] for side in fns}
     cpu = {side: best[side][1] for side in fns}

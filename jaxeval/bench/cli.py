@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
-import json
 import os
 import platform
 import shlex
@@ -16,6 +15,7 @@ from pathlib import Path
 from jaxeval.bench import report as reports
 from jaxeval.bench.measure import BenchError, run_phases
 from jaxeval.bench.shapes import SHAPES, shape_folder
+from jaxeval.io.inputs import read_json
 from jaxeval.plan.flops import read_flops
 
 
@@ -90,7 +90,8 @@ def resolve_model(name: str) -> tuple[str, Path, dict]:
         if not (folder / "config.json").is_file():
             raise BenchError(f"bench: {name}: neither a named shape ({', '.join(SHAPES)}) nor a model folder "
                              "with config.json")
-    return (name if name in SHAPES else folder.name), folder, json.loads((folder / "config.json").read_text())
+    # a config.json that is unreadable, not UTF-8 or not JSON is one BenchError naming it
+    return (name if name in SHAPES else folder.name), folder, read_json(folder / "config.json", BenchError)
 
 
 def transformers_unavailable(folder: Path, mode: str) -> str | None:

@@ -11,22 +11,15 @@ import pytest
 from perf_scripts import ROOT, load_script
 
 
-def logprobs_of(ours, theirs, ids, attention: bool) -> tuple[np.ndarray, np.ndarray]:
-    import dataclasses
-
+def logprobs_of(ours, theirs, use, ids, attention: bool) -> tuple[np.ndarray, np.ndarray]:
     import torch
 
-    runtime = ours.model.runtime
-    ours.model.runtime = runtime if attention else dataclasses.replace(runtime, attention="none")
+    use(attention)
     positions = np.arange(1, len(ids))
     mine = np.asarray(ours.model.read(ids, positions, ids[positions]).logprobs)
-    ours.model.runtime = runtime
-    implementation = theirs.model.config._attn_implementation
-    if not attention:
-        theirs.model.set_attn_implementation("none")
     with torch.no_grad():
         logits = theirs.model(torch.from_numpy(ids).long()[None]).logits[0, :-1].float()
-    theirs.model.set_attn_implementation(implementation)
+    use(True)
     picked = torch.log_softmax(logits, -1).gather(-1, torch.from_numpy(ids[1:]).long()[:, None])[:, 0]
     return mine, picked.numpy()
 
@@ -46,12 +39,12 @@ def test_the_sides_with_and_without_attention_agree_across_libraries(no_attentio
     from jaxeval.bench.shapes import shape_folder
     from jaxeval.bench.worker import random_ids
 
-    ours, theirs, fns = load_script("read_gap").sides(shape_folder("tiny-llama"), 128)
+    ours, theirs, use, fns = load_script("read_gap").sides(shape_folder("tiny-llama"), 128)
     assert set(fns) == {"jaxeval read", "jaxeval without attention", "transformers read",
                         "transformers without attention"}
     ids = random_ids(384, ours.model.config.vocab_size)
-    with_attention = logprobs_of(ours, theirs, ids, attention=True)
-    without = logprobs_of(ours, theirs, ids, attention=False)
+    with_attention = logprobs_of(ours, theirs, use, ids, attention=True)
+    without = logprobs_of(ours, theirs, use, ids, attention=False)
     np.testing.assert_allclose(*with_attention, atol=1e-4, rtol=0)
     np.testing.assert_allclose(*without, atol=1e-4, rtol=0)
     assert np.abs(with_attention[0] - without[0]).max() > 1e-2  # "none" really replaced the attention
