@@ -206,3 +206,12 @@ def test_reads_past_the_window_only_with_the_override(tmp_path, monkeypatch, cap
     assert report["model"]["max_position_embeddings_override"] == 128
     assert "--max_position_embeddings 128" in report["command"]
     assert overrides({"max_position_embeddings": 128}) == {"max_position_embeddings": 128} and overrides({}) == {}
+
+
+@pytest.mark.parametrize("content, message", [(b"{bad", "not valid JSON"), (b"\xff\xfe", "not UTF-8")])
+def test_a_model_folder_whose_config_is_broken_is_one_line(content, message, capsys, tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_bytes(content)
+    assert main(["bench", "--model", str(tmp_path / "model"), "--out", str(tmp_path / "b.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and "config.json" in err
